@@ -1,0 +1,38 @@
+# The two commands of the README: `make demo` (the main job) and `make test` (every test).
+# Each does its own set-up on a fresh machine: system packages, the virtualenv, the Kubernetes binaries.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test venv system-deps kube-binaries crds check-crds lint clean
+
+demo: venv kube-binaries
+	$(PY) -m hack.demo
+
+test: venv kube-binaries
+	$(PY) -m hack.gen_crds --check
+	$(VENV)/bin/lint-imports
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+system-deps:
+	bash hack/install-system-deps.sh
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	bash hack/install-system-deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+# Built once per machine into ~/.cache/ovirt-machine-controller (see hack/controlplane/build.py).
+kube-binaries: venv
+	$(PY) -m hack.controlplane.build >/dev/null
+
+crds: venv
+	$(PY) -m hack.gen_crds
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the system packages the project builds against, only when something is missing:
+# libxml2 and libcurl headers for ovirt-engine-sdk-python (its C extension and pycurl), gcc, Python venv.
+# Go is expected on PATH for the control-plane build (the machine image ships it).
+set -euo pipefail
+need=()
+have_header() { [ -e "$1" ]; }
+have_header /usr/include/libxml2/libxml/parser.h || need+=(libxml2-dev)
+have_header /usr/include/x86_64-linux-gnu/curl/curl.h || have_header /usr/include/curl/curl.h || need+=(libcurl4-openssl-dev)
+have_header /usr/include/openssl/ssl.h || need+=(libssl-dev)
+command -v gcc >/dev/null || need+=(gcc)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing system packages: ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}"
+fi
+command -v go >/dev/null || { echo "error: Go is required to build the local control plane (https://go.dev/dl)" >&2; exit 1; }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +57,11 @@ def _pem_cert(cert: x509.Certificate) -> bytes:
 
 def _name(cn: str, orgs: tuple[str, ...] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    # A ServiceAccount user name (system:serviceaccount:<ns>:<name>) can exceed the 64 characters RFC 5280
+    # allows a CN; Kubernetes reads the CN as it is, so the length check is switched off.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn, _validate=False))
     return x509.Name(attrs)
 
 

@@ -1,0 +1,104 @@
+"""Liveness, readiness and Prometheus metrics over plain HTTP (MAO: metrics :8081, health :9440, reference 3.0).
+
+`/healthz` and `/readyz` run named checks and answer 200 "ok" or 500 listing the failures, in
+controller-runtime's healthz format (`[+]name ok` / `[-]name failed`, the list shown on failure or with
+`?verbose`). `/metrics` renders a prometheus-client registry. One server can serve all three, or two servers
+can split health and metrics onto separate ports, as MAO's deployment does.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+from urllib.parse import parse_qs, urlsplit
+
+from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+from .logging import get_logger
+
+Check = Callable[[], bool]
+
+
+class HealthServer:
+    def __init__(
+        self,
+        host: str = "0.0.0.0",
+        port: int = 9440,
+        registry: CollectorRegistry | None = None,
+        serve_health: bool = True,
+        serve_metrics: bool = True,
+    ) -> None:
+        self.healthz: dict[str, Check] = {"ping": lambda: True}
+        self.readyz: dict[str, Check] = {"ping": lambda: True}
+        self._registry = registry if registry is not None else REGISTRY
+        self._serve_health = serve_health
+        self._serve_metrics = serve_metrics
+        self._log = get_logger("server")
+        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful with port 0)."""
+        return int(self._httpd.server_address[1])
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        self.healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        self.readyz[name] = check
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="health-server", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _run_checks(self, checks: dict[str, Check]) -> tuple[bool, str]:
+        lines, healthy = [], True
+        for name, check in list(checks.items()):
+            try:
+                ok = bool(check())
+            except Exception as exc:  # noqa: BLE001 - a crashing check is a failing check
+                self._log.warning("health check raised", check=name, error=str(exc))
+                ok = False
+            healthy &= ok
+            lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}")
+        return healthy, "\n".join(lines)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                url = urlsplit(self.path)
+                if server._serve_metrics and url.path == "/metrics":
+                    self._reply(200, generate_latest(server._registry), CONTENT_TYPE_LATEST)
+                elif server._serve_health and url.path in ("/healthz", "/readyz"):
+                    checks = server.healthz if url.path == "/healthz" else server.readyz
+                    healthy, detail = server._run_checks(checks)
+                    verbose = "verbose" in parse_qs(url.query, keep_blank_values=True)
+                    if healthy:
+                        body = f"{detail}\n{url.path[1:]} check passed\n" if verbose else "ok"
+                    else:
+                        body = f"{detail}\n{url.path[1:]} check failed\n"
+                    self._reply(200 if healthy else 500, body.encode(), "text/plain; charset=utf-8")
+                else:
+                    self._reply(404, b"not found\n", "text/plain; charset=utf-8")
+
+            def _reply(self, status: int, body: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass  # probes every few seconds would drown the JSON log
+
+        return Handler

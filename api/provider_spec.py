@@ -1,0 +1,157 @@
+"""OvirtMachineProviderSpec / OvirtMachineProviderStatus (`ovirtproviderconfig.machine.openshift.io/v1beta1`,
+reference 4.1): the raw `spec.providerSpec.value` of an oVirt Machine and its `status.providerStatus`.
+
+The JSON keys are those of cluster-api-provider-ovirt: snake_case for the VM settings, camelCase for the two
+secret references. The Go actuator YAML-unmarshals the raw value, so JSON and YAML are both accepted and
+unknown keys are ignored; parsing does the same. Semantic checks live in `api.validation`
+(`load_provider_spec` there parses and validates in one call).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Mapping
+
+import yaml
+
+from api._codec import DecodeError, JSONObject, from_dict
+from api._fields import prop
+from api.meta import LocalObjectReference
+from api.field_errors import FieldError, InvalidProviderSpec
+
+PROVIDER_API_VERSION = "ovirtproviderconfig.machine.openshift.io/v1beta1"
+PROVIDER_SPEC_KIND = "OvirtMachineProviderSpec"
+PROVIDER_STATUS_KIND = "OvirtMachineProviderStatus"
+# Where the value sits in a Machine; the prefix of every FieldError path.
+PROVIDER_SPEC_PATH = "spec.providerSpec.value"
+
+
+class VMType(StrEnum):
+    DESKTOP = "desktop"
+    SERVER = "server"
+    HIGH_PERFORMANCE = "high_performance"
+
+
+class AutoPinningPolicy(StrEnum):
+    NONE = "none"
+    RESIZE_AND_PIN = "resize_and_pin"
+
+
+class DiskFormat(StrEnum):
+    RAW = "raw"
+    COW = "cow"
+
+
+# KiB page sizes the engine supports as the `hugepages` custom property; 0 = none (reference 4.1).
+HUGEPAGES_SIZES = (0, 2048, 1048576)
+
+
+@dataclass
+class CPU(JSONObject):
+    """VM CPU topology; total vCPUs = sockets * cores * threads."""
+
+    sockets: int = prop("sockets", default=0, omitempty=False)
+    cores: int = prop("cores", default=0, omitempty=False)
+    threads: int = prop("threads", default=0, omitempty=False)
+
+    @property
+    def vcpus(self) -> int:
+        return self.sockets * self.cores * self.threads
+
+
+@dataclass
+class OSDisk(JSONObject):
+    """The bootable disk; grown to size_gb GiB if the template disk is smaller, never shrunk (4.3 step 8)."""
+
+    size_gb: int = prop("size_gb", default=0, omitempty=False)
+
+
+@dataclass
+class NetworkInterface(JSONObject):
+    vnic_profile_id: str = prop("vnic_profile_id", default="", omitempty=False)
+
+
+@dataclass
+class OvirtMachineProviderSpec(JSONObject):
+    api_version: str = prop("apiVersion", default=PROVIDER_API_VERSION)
+    kind: str = prop("kind", default=PROVIDER_SPEC_KIND)
+    user_data_secret: LocalObjectReference | None = prop("userDataSecret", default=None)
+    # Ignored since 2021: credentials always come from openshift-machine-api/ovirt-credentials (4.1, 4.7).
+    credentials_secret: LocalObjectReference | None = prop("credentialsSecret", default=None)
+    # `id` and `name` are unused (the VM name is the Machine name) but Go always writes them.
+    id: str = prop("id", default="", omitempty=False)
+    name: str = prop("name", default="", omitempty=False)
+    template_name: str = prop("template_name", default="", omitempty=False)
+    cluster_id: str = prop("cluster_id", default="", omitempty=False)
+    instance_type_id: str = prop("instance_type_id", default="")
+    cpu: CPU | None = prop("cpu", default=None)
+    memory_mb: int = prop("memory_mb", default=0)
+    os_disk: OSDisk | None = prop("os_disk", default=None)
+    type: str = prop("type", default="")
+    network_interfaces: list[NetworkInterface] = prop("network_interfaces", default_factory=list)
+    affinity_groups_names: list[str] = prop("affinity_groups_names", default_factory=list)
+    auto_pinning_policy: str = prop("auto_pinning_policy", default="")
+    hugepages: int = prop("hugepages", default=0)
+    guaranteed_memory_mb: int = prop("guaranteed_memory_mb", default=0)
+    clone: bool | None = prop("clone", default=None)
+    sparse: bool | None = prop("sparse", default=None)
+    format: str = prop("format", default="")
+    storage_domain_id: str = prop("storage_domain_id", default="")
+
+    @property
+    def effective_clone(self) -> bool:
+        """Whether template disks are cloned: `clone` if set, else false for desktop VMs and true otherwise
+        (reference 4.1, BZ 2082535)."""
+        if self.clone is not None:
+            return self.clone
+        return self.type != VMType.DESKTOP
+
+    @property
+    def auto_pinning_enabled(self) -> bool:
+        return self.auto_pinning_policy not in ("", AutoPinningPolicy.NONE)
+
+
+@dataclass
+class OvirtMachineProviderStatus(JSONObject):
+    """Written to Machine.status.providerStatus. MAO rewrites `instanceState` to "Unknown" when the Machine
+    fails (reference 3.1), so the key must stay exactly this."""
+
+    instance_id: str | None = prop("instanceId", default=None)
+    instance_state: str | None = prop("instanceState", default=None)
+
+
+def _load(raw: bytes | str | Mapping[str, Any] | None) -> Any:
+    if raw is None or isinstance(raw, Mapping):
+        return raw
+    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    try:
+        # JSON first: a JSON document that YAML 1.1 would read differently (e.g. tabs) must still parse.
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidProviderSpec([FieldError(PROVIDER_SPEC_PATH, f"Invalid value: cannot parse as JSON or YAML: {e}")])
+
+
+def parse_provider_spec(raw: bytes | str | Mapping[str, Any] | None) -> OvirtMachineProviderSpec:
+    """Parse a providerSpec value given as JSON/YAML text or an already-decoded mapping.
+
+    Unknown keys are ignored. A missing value, a non-object document or a value of the wrong JSON type raise
+    InvalidProviderSpec (the actuator turns it into an InvalidConfiguration failure, reference 4.3).
+    """
+    data = _load(raw)
+    if data is None:
+        raise InvalidProviderSpec([FieldError(PROVIDER_SPEC_PATH, "Required value: the oVirt provider spec is missing")])
+    try:
+        return from_dict(OvirtMachineProviderSpec, data)
+    except DecodeError as e:
+        path = f"{PROVIDER_SPEC_PATH}.{e.path}" if e.path else PROVIDER_SPEC_PATH
+        raise InvalidProviderSpec([FieldError(path, f"Invalid value: {e.message}")]) from None
+
+
+def parse_provider_status(raw: Mapping[str, Any] | None) -> OvirtMachineProviderStatus:
+    return OvirtMachineProviderStatus.from_dict(raw)

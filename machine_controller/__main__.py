@@ -1,24 +1,18 @@
-"""Command-line entry point: `ovirt-machine-controller`."""
+"""Command-line entry point: `ovirt-machine-controller` (see `--help`)."""
 
 from __future__ import annotations
 
-import argparse
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ovirt-machine-controller",
-        description="Reconciles machine.openshift.io Machines, MachineSets and MachineHealthChecks into oVirt VMs.",
-    )
-    parser.add_argument("--kubeconfig", help="kubeconfig file; in-cluster configuration when omitted")
-    parser.add_argument("--namespace", default="openshift-machine-api", help="namespace watched (default: %(default)s)")
-    return parser
+from machine_controller.config import build_parser, parse
 
 
 def main(argv: list[str] | None = None) -> int:
-    build_parser().parse_args(argv)
-    return 0
+    config = parse(argv)
+    from machine_controller.app import run  # heavy imports only once the flags are valid
 
+    return run(config)
+
+
+__all__ = ["build_parser", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

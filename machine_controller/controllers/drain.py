@@ -1,0 +1,112 @@
+"""Draining a Node before its VM goes, as `kubectl drain --force --ignore-daemonsets --delete-emptydir-data`
+does and MAO configures it (reference machine-api.md 3.1): cordon, then evict every pod through the Eviction
+API so PodDisruptionBudgets are honoured. Never waits: each call makes progress and says whether the node is
+empty yet; the caller requeues.
+
+An unreachable node (Ready=Unknown) gets a 1 s grace period, and its pods count as gone one second after
+their deletion started: no kubelet is left to confirm it (MAO's SkipWaitForDeleteTimeoutSeconds=1).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from kubernetes.client.exceptions import ApiException
+
+from machine_controller.runtime.kube import Rest
+
+from .resources import EVICTION_SUBRESOURCE, NODES, PODS
+
+_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+UNREACHABLE_GRACE_S = 1
+
+
+@dataclass
+class DrainProgress:
+    done: bool
+    message: str = ""
+
+
+def node_unreachable(node: dict) -> bool:
+    for cond in node.get("status", {}).get("conditions", []) or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "Unknown"
+    return False
+
+
+def _owned_by_daemonset(pod: dict) -> bool:
+    return any(r.get("kind") == "DaemonSet" and r.get("controller")
+               for r in pod["metadata"].get("ownerReferences", []) or [])
+
+
+def _finished(pod: dict) -> bool:
+    return pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _deletion_older_than(pod: dict, seconds: float) -> bool:
+    ts = pod["metadata"].get("deletionTimestamp")
+    if not ts:
+        return False
+    started = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return (dt.datetime.now(dt.timezone.utc) - started).total_seconds() > seconds
+
+
+class Drainer:
+    def __init__(self, rest: Rest):
+        self._rest = rest
+
+    def drain(self, node_name: str) -> DrainProgress:
+        try:
+            node = self._rest.get(NODES, node_name)
+        except ApiException as e:
+            if e.status == 404:
+                return DrainProgress(True, "node already gone")  # MAO: a missing node counts as drained
+            raise
+        if not node.get("spec", {}).get("unschedulable"):
+            self._rest.merge_patch(NODES, node_name, {"spec": {"unschedulable": True}})
+        unreachable = node_unreachable(node)
+        pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
+        remaining, blocked = [], []
+        for pod in pods.get("items", []):
+            meta = pod["metadata"]
+            if _MIRROR_ANNOTATION in (meta.get("annotations") or {}) or _owned_by_daemonset(pod):
+                continue
+            if meta.get("deletionTimestamp"):
+                if not (unreachable and _deletion_older_than(pod, UNREACHABLE_GRACE_S)):
+                    remaining.append(meta["name"])
+                continue
+            if _finished(pod):
+                self._delete(pod)
+                continue
+            if not self._evict(pod, unreachable):
+                blocked.append(f"{meta['namespace']}/{meta['name']}")
+            remaining.append(meta["name"])
+        if blocked:
+            return DrainProgress(False, "eviction refused by a PodDisruptionBudget for " + ", ".join(sorted(blocked)))
+        if remaining:
+            return DrainProgress(False, f"waiting for {len(remaining)} pod(s) to terminate")
+        return DrainProgress(True, f"Node {node_name!r} drained")
+
+    def _evict(self, pod: dict, unreachable: bool) -> bool:
+        meta = pod["metadata"]
+        body: dict = {"apiVersion": "policy/v1", "kind": "Eviction",
+                      "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
+        if unreachable:
+            body["deleteOptions"] = {"gracePeriodSeconds": UNREACHABLE_GRACE_S}
+        try:
+            self._rest.request("POST", PODS.path(meta["namespace"], meta["name"], EVICTION_SUBRESOURCE), body=body)
+        except ApiException as e:
+            if e.status == 429:  # a PodDisruptionBudget says not now
+                return False
+            if e.status != 404:
+                raise
+        return True
+
+    def _delete(self, pod: dict) -> None:
+        meta = pod["metadata"]
+        try:
+            self._rest.request("DELETE", PODS.path(meta["namespace"], meta["name"]))
+        except ApiException as e:
+            if e.status != 404:
+                raise

@@ -1,0 +1,303 @@
+"""The Machine controller: the generic lifecycle of the Machine API (reference machine-api.md 3.1) around the
+oVirt actuator. Phases, the finalizer, drain, conditions, events and status live here; everything oVirt is
+behind the actuator.
+
+Where MAO waits inside a reconcile, this requeues: a Machine in Provisioning is driven step by step by
+`actuator.provision` until its VM is up; one in Deleting by the drainer and `actuator.delete`.
+Only `InvalidConfiguration` leads to Failed; every oVirt fault goes back to the queue's backoff.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from kubernetes.client.exceptions import ApiException
+
+from api import keys
+from api.machine import Machine, MachineConditionReason, MachineConditionType, MachineErrorReason, MachinePhase
+from api.meta import ConditionSeverity, false_condition, format_time, now, set_condition, true_condition, unknown_condition
+from machine_controller.ovirt.actuator import InvalidConfiguration, OvirtActuator, Progress
+from machine_controller.ovirt.errors import MissingDependencyError, OvirtError
+from machine_controller.runtime.controller import Result
+from machine_controller.runtime.events import EventRecorder
+from machine_controller.runtime.informer import Store
+from machine_controller.runtime.kube import Rest
+
+from .drain import Drainer
+from .machine_metrics import MachineMetrics
+from .resources import MACHINES, NODES
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class MachineTiming:
+    """Requeue delays (seconds). MAO uses 30 s for everything; waiting for a guest IP is shorter, since that is
+    what holds a new Machine back."""
+
+    provisioned_s: float = 30.0
+    waiting_for_ip_s: float = 5.0
+    drain_retry_s: float = 20.0  # MAO's drain RequeueAfter
+    instance_deleting_s: float = 5.0
+
+
+class Requeue(Exception):
+    """Raised inside a step to end the pass with a requeue, not an error."""
+
+    def __init__(self, after: float):
+        self.after = after
+
+
+class MachineReconciler:
+    def __init__(self, rest: Rest, machines: Store, actuator: OvirtActuator, events: EventRecorder,
+                 metrics: MachineMetrics, timing: MachineTiming = MachineTiming()):
+        self._rest = rest
+        self._machines = machines
+        self._actuator = actuator
+        self._events = events
+        self._metrics = metrics
+        self._timing = timing
+        self._drainer = Drainer(rest)
+
+    # --- entry point ----------------------------------------------------------------------------------------
+    def reconcile(self, key: str) -> Result | None:
+        obj = self._machines.get(key)
+        if obj is None:
+            return None
+        machine = Machine.from_dict(obj)
+        try:
+            if not machine.cluster_id or machine.spec.provider_spec.value is None:
+                problem = ("missing label " + keys.LABEL_CLUSTER) if not machine.cluster_id \
+                    else "spec.providerSpec.value is missing"
+                self._events.warning(obj, "FailedValidate", problem)
+                raise ValueError(f"machine {key} is not valid: {problem}")
+            if machine.metadata.deleting:
+                return self._delete(obj, machine)
+            if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
+                self._patch_meta(obj, {"finalizers": [*machine.metadata.finalizers, keys.MACHINE_FINALIZER]})
+                return None
+            phase = machine.status.phase or ""
+            if phase == MachinePhase.FAILED:
+                return None  # terminal: only deletion moves a Failed Machine on (reference 3.1 step 6)
+            if phase in ("", MachinePhase.PROVISIONING):
+                return self._provision(obj, machine)
+            return self._refresh(obj, machine)
+        except Requeue as r:
+            return Result(requeue_after=r.after)
+
+    # --- provisioning ---------------------------------------------------------------------------------------
+    def _provision(self, obj: dict, machine: Machine) -> Result | None:
+        if not machine.status.phase:
+            condition = false_condition(MachineConditionType.INSTANCE_EXISTS,
+                                        MachineConditionReason.INSTANCE_NOT_CREATED, ConditionSeverity.WARNING,
+                                        "Instance has not been created")
+            self._write_status(obj, machine, MachinePhase.PROVISIONING, conditions=[condition])
+            return None  # the status write is the next event
+        try:
+            progress = self._actuator.provision(machine)
+        except InvalidConfiguration as e:
+            self._metrics.create_failed.labels(machine.metadata.name, machine.metadata.namespace,
+                                               MachineErrorReason.INVALID_CONFIGURATION).inc()
+            self._events.warning(obj, "FailedCreate", f"InvalidConfiguration: {e}")
+            self._fail(obj, machine, MachineErrorReason.INVALID_CONFIGURATION, str(e))
+            return None
+        except MissingDependencyError as e:
+            self._create_problem(obj, machine, str(e))
+            raise
+        except OvirtError as e:
+            self._create_problem(obj, machine, str(e), event=False)
+            raise
+        self._record_vm(obj, machine, progress)
+        if not progress.done:
+            log.info("provisioning", waiting_for=progress.waiting_for, vm_state=progress.vm_state)
+            return Result(requeue_after=progress.requeue_after)
+        self._events.normal(obj, "Created", f"Created Machine {machine.metadata.name}")
+        return self._refresh(obj, machine)
+
+    def _create_problem(self, obj: dict, machine: Machine, message: str, event: bool = True) -> None:
+        """A Warning event and condition that say what blocks creation; the queue retries with backoff."""
+        self._metrics.create_failed.labels(machine.metadata.name, machine.metadata.namespace,
+                                           MachineErrorReason.CREATE_ERROR).inc()
+        if event:
+            self._events.warning(obj, "FailedCreate", message)
+        condition = false_condition(MachineConditionType.INSTANCE_EXISTS, MachineConditionReason.INSTANCE_NOT_CREATED,
+                                    ConditionSeverity.WARNING, message)
+        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
+
+    def _record_vm(self, obj: dict, machine: Machine, progress: Progress) -> None:
+        """Pin the VM's identity on the Machine as soon as it is known: from then on it is found by id."""
+        if not progress.vm_id:
+            return
+        annotations = {keys.ANNOTATION_VM_ID: progress.vm_id}
+        if progress.vm_state:
+            annotations[keys.ANNOTATION_INSTANCE_STATE] = progress.vm_state
+        current = machine.metadata.annotations
+        if any(current.get(k) != v for k, v in annotations.items()):
+            updated = self._patch_meta(obj, {"annotations": annotations})
+            obj.update(updated)
+            machine.metadata.annotations.update(annotations)
+            machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+
+    # --- steady state ---------------------------------------------------------------------------------------
+    def _refresh(self, obj: dict, machine: Machine) -> Result | None:
+        try:
+            st = self._actuator.status(machine)
+        except OvirtError as e:
+            condition = unknown_condition(MachineConditionType.INSTANCE_EXISTS,
+                                          MachineConditionReason.ERROR_CHECKING_PROVIDER, str(e))
+            self._metrics.update_failed.labels(machine.metadata.name, machine.metadata.namespace,
+                                               MachineErrorReason.UPDATE_ERROR).inc()
+            self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONED, conditions=[condition])
+            raise
+        if st is None:
+            if machine.spec.provider_id or machine.status.addresses:
+                condition = false_condition(MachineConditionType.INSTANCE_EXISTS, MachineConditionReason.INSTANCE_MISSING,
+                                            ConditionSeverity.WARNING, "Instance not found on provider")
+                self._fail(obj, machine, None, "Can't find created instance.", conditions=[condition])
+                return None
+            self._write_status(obj, machine, MachinePhase.PROVISIONING)
+            return None
+        annotations = {keys.ANNOTATION_VM_ID: st.vm_id, keys.ANNOTATION_INSTANCE_STATE: st.state}
+        meta_changed = any(machine.metadata.annotations.get(k) != v for k, v in annotations.items())
+        if meta_changed or machine.spec.provider_id != st.provider_id:
+            updated = self._patch_meta(obj, {"annotations": annotations}, spec={"providerID": st.provider_id})
+            obj.update(updated)
+            machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        addresses = [a.to_dict() for a in st.addresses] if st.addresses is not None and st.has_ip else None
+        phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
+        self._write_status(obj, machine, phase, conditions=[true_condition(MachineConditionType.INSTANCE_EXISTS)],
+                           addresses=addresses, provider_status=st.provider_status)
+        if st.addresses is not None and not st.has_ip:
+            return Result(requeue_after=self._timing.waiting_for_ip_s)  # the guest agent has not reported yet
+        if phase == MachinePhase.PROVISIONED:
+            return Result(requeue_after=self._timing.provisioned_s)
+        return None
+
+    # --- deletion -------------------------------------------------------------------------------------------
+    def _delete(self, obj: dict, machine: Machine) -> Result | None:
+        if machine.status.phase != MachinePhase.DELETING:
+            self._write_status(obj, machine, MachinePhase.DELETING)
+        if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
+            return None
+        node = machine.status.node_ref.name if machine.status.node_ref else None
+        if node and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations:
+            if machine.spec.lifecycle_hooks.pre_drain:
+                return None  # the hook's owner edits the Machine when it is done
+            drained = self._drainer.drain(node)
+            condition = true_condition(MachineConditionType.DRAINED) if drained.done else false_condition(
+                MachineConditionType.DRAINED, MachineConditionReason.DRAIN_ERROR, ConditionSeverity.WARNING,
+                f"could not drain machine: {drained.message}")
+            self._write_status(obj, machine, MachinePhase.DELETING, conditions=[condition])
+            if not drained.done:
+                self._events.warning(obj, "DrainRequeued", drained.message)
+                return Result(requeue_after=self._timing.drain_retry_s if "PodDisruptionBudget" in drained.message
+                              else self._timing.instance_deleting_s)
+            if not _has_true(machine, MachineConditionType.DRAINED):
+                self._events.normal(obj, "Deleted", drained.message)
+        if machine.spec.lifecycle_hooks.pre_terminate:
+            return None
+        try:
+            progress = self._actuator.delete(machine)
+        except OvirtError:
+            self._metrics.delete_failed.labels(machine.metadata.name, machine.metadata.namespace,
+                                               MachineErrorReason.DELETE_ERROR).inc()
+            raise
+        if not progress.done:
+            return Result(requeue_after=progress.requeue_after or self._timing.instance_deleting_s)
+        if node:
+            try:
+                self._rest.delete(NODES, node)
+            except ApiException as e:
+                if e.status != 404:
+                    raise
+        self._events.normal(obj, "Deleted", f"Deleted machine {machine.metadata.name}")
+        finalizers = [f for f in machine.metadata.finalizers if f != keys.MACHINE_FINALIZER]
+        self._patch_meta(obj, {"finalizers": finalizers})
+        return None
+
+    # --- writes ---------------------------------------------------------------------------------------------
+    def _patch_meta(self, obj: dict, metadata: dict[str, Any], spec: dict[str, Any] | None = None) -> dict:
+        """Merge-patch metadata (and spec) guarded by resourceVersion: a concurrent change makes it fail with 409
+        and the next pass starts from the newer object."""
+        patch: dict[str, Any] = {"metadata": {**metadata, "resourceVersion": obj["metadata"]["resourceVersion"]}}
+        if spec:
+            patch["spec"] = spec
+        meta = obj["metadata"]
+        try:
+            return self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
+        except ApiException as e:
+            if e.status == 409:
+                raise Requeue(0.5) from None
+            raise
+
+    def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
+        # MAO marks the instance state Unknown in both places when a Machine fails (reference 3.1 updateStatus).
+        updated = self._patch_meta(obj, {"annotations": {keys.ANNOTATION_INSTANCE_STATE: keys.INSTANCE_STATE_UNKNOWN}})
+        obj.update(updated)
+        machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        provider_status = dict(machine.status.provider_status or {})
+        if "instanceState" in provider_status:
+            provider_status["instanceState"] = keys.INSTANCE_STATE_UNKNOWN
+        self._write_status(obj, machine, MachinePhase.FAILED, conditions=list(conditions), error_reason=reason,
+                           error_message=message, provider_status=provider_status or None)
+
+    def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: list = (), addresses=None,
+                      provider_status: dict | None = None, error_reason: str | None = None,
+                      error_message: str | None = None) -> None:
+        old = obj.get("status") or {}
+        merged = machine.status.conditions
+        stamp = now()
+        for c in conditions:
+            merged = set_condition(merged, c, at=stamp)
+        merged = self._hook_conditions(machine, merged, stamp)
+        status: dict[str, Any] = {
+            "phase": phase,
+            "conditions": [c.to_dict() for c in merged],
+            # MAO clears the error fields on every write and sets them only for Failed (reference 3.1).
+            "errorReason": error_reason if phase == MachinePhase.FAILED else None,
+            "errorMessage": error_message if phase == MachinePhase.FAILED else None,
+        }
+        if addresses is not None:
+            status["addresses"] = addresses
+        if provider_status is not None:
+            status["providerStatus"] = provider_status
+        changed = {k: v for k, v in status.items() if old.get(k) != v and not (v is None and k not in old)}
+        if not changed:
+            return
+        changed["lastUpdated"] = format_time(stamp)
+        meta = obj["metadata"]
+        try:
+            updated = self._rest.merge_patch(MACHINES, meta["name"], {"status": changed}, meta["namespace"],
+                                             subresource="status")
+        except ApiException as e:
+            if e.status in (404, 409):
+                raise Requeue(0.5) from None
+            raise
+        obj.update(updated)
+        machine.status = Machine.from_dict(updated).status
+        machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        if old.get("phase") != phase:
+            self._metrics.observe_phase(phase, meta.get("creationTimestamp"))
+            log.info("phase changed", old=old.get("phase"), new=phase)
+
+    @staticmethod
+    def _hook_conditions(machine: Machine, conditions: list, stamp: dt.datetime) -> list:
+        hooks = machine.spec.lifecycle_hooks
+        for ctype, present in ((MachineConditionType.DRAINABLE, hooks.pre_drain),
+                               (MachineConditionType.TERMINABLE, hooks.pre_terminate)):
+            if present:
+                verb = "Drain" if ctype == MachineConditionType.DRAINABLE else "Terminate"
+                owners = ", ".join(h.name for h in present)
+                c = false_condition(ctype, MachineConditionReason.HOOK_PRESENT, ConditionSeverity.WARNING,
+                                    f"{verb} operation currently blocked by: {owners}")
+            else:
+                c = true_condition(ctype)
+            conditions = set_condition(conditions, c, at=stamp)
+        return conditions
+
+
+def _has_true(machine: Machine, ctype: str) -> bool:
+    return any(c.type == ctype and c.status == "True" for c in machine.status.conditions)

@@ -1,0 +1,113 @@
+"""Nodelink (reference machine-api.md 3.3): each Node is matched to its Machine, by providerID first and then by
+InternalIP; the Machine gets `status.nodeRef`, the Node gets the `machine.openshift.io/machine` annotation and
+the Machine's `spec.metadata` labels/annotations and `spec.taints` (added, never removed)."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import structlog
+
+from api import keys
+from machine_controller.runtime.controller import Result
+from machine_controller.runtime.informer import Store
+from machine_controller.runtime.kube import Rest, object_key
+
+from .resources import MACHINES, NODES
+
+log = structlog.get_logger(__name__)
+
+INDEX_PROVIDER_ID = "providerID"
+INDEX_INTERNAL_IP = "internalIP"
+
+
+def provider_id_index(obj: dict) -> Iterable[str]:
+    pid = (obj.get("spec") or {}).get("providerID")
+    return [pid] if pid else []
+
+
+def internal_ip_index(obj: dict) -> Iterable[str]:
+    return [a["address"] for a in (obj.get("status") or {}).get("addresses") or []
+            if a.get("type") == "InternalIP" and a.get("address")]
+
+
+class AmbiguousMatch(Exception):
+    transient = True
+
+
+class NodeLinkReconciler:
+    def __init__(self, rest: Rest, nodes: Store, machines: Store):
+        self._rest = rest
+        self._nodes = nodes
+        self._machines = machines
+
+    def machine_for(self, node: dict) -> dict | None:
+        pid = (node.get("spec") or {}).get("providerID")
+        candidates = self._machines.by_index(INDEX_PROVIDER_ID, pid) if pid else []
+        if not candidates:
+            ips = list(internal_ip_index(node))
+            candidates = self._machines.by_index(INDEX_INTERNAL_IP, ips[0]) if ips else []
+        candidates = [m for m in candidates if not m["metadata"].get("deletionTimestamp")]
+        if len(candidates) > 1:
+            names = ", ".join(object_key(m) for m in candidates)
+            raise AmbiguousMatch(f"node {node['metadata']['name']} matches several machines: {names}")
+        return candidates[0] if candidates else None
+
+    def nodes_for_machine(self, machine: dict) -> list[str]:
+        """Machine events map to the Node(s) they may link to."""
+        names = set()
+        ref = (machine.get("status") or {}).get("nodeRef") or {}
+        if ref.get("name"):
+            names.add(ref["name"])
+        for pid in provider_id_index(machine):
+            names.update(n["metadata"]["name"] for n in self._nodes.by_index(INDEX_PROVIDER_ID, pid))
+        for ip in internal_ip_index(machine):
+            names.update(n["metadata"]["name"] for n in self._nodes.by_index(INDEX_INTERNAL_IP, ip))
+        return sorted(names)
+
+    def reconcile(self, key: str) -> Result | None:
+        node = self._nodes.get(key)
+        if node is None:
+            return None
+        machine = self.machine_for(node)
+        if machine is None:
+            return None
+        meta = node["metadata"]
+        ref = {"kind": "Node", "name": meta["name"], "uid": meta["uid"]}
+        current = (machine.get("status") or {}).get("nodeRef") or {}
+        if (current.get("name"), current.get("uid")) != (ref["name"], ref["uid"]):
+            mm = machine["metadata"]
+            self._rest.merge_patch(MACHINES, mm["name"], {"status": {"nodeRef": ref}}, mm["namespace"],
+                                   subresource="status")
+            log.info("linked machine to node", machine=object_key(machine), node=meta["name"])
+        if meta.get("deletionTimestamp"):
+            return None
+        self._sync_node(node, machine)
+        return None
+
+    def _sync_node(self, node: dict, machine: dict) -> None:
+        meta = node["metadata"]
+        mspec = machine.get("spec") or {}
+        wanted_annotations = {keys.ANNOTATION_NODE_MACHINE: object_key(machine),
+                              **((mspec.get("metadata") or {}).get("annotations") or {})}
+        wanted_labels = (mspec.get("metadata") or {}).get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        labels = meta.get("labels") or {}
+        patch_meta = {}
+        ann_diff = {k: v for k, v in wanted_annotations.items() if annotations.get(k) != v}
+        lab_diff = {k: v for k, v in wanted_labels.items() if labels.get(k) != v}
+        if ann_diff:
+            patch_meta["annotations"] = ann_diff
+        if lab_diff:
+            patch_meta["labels"] = lab_diff
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        have = {(t.get("key"), t.get("effect")) for t in taints}
+        added = [t for t in mspec.get("taints") or [] if (t.get("key"), t.get("effect")) not in have]
+        patch: dict = {}
+        if patch_meta:
+            patch["metadata"] = {**patch_meta, "resourceVersion": meta["resourceVersion"]}
+        if added:
+            patch.setdefault("metadata", {"resourceVersion": meta["resourceVersion"]})
+            patch["spec"] = {"taints": taints + added}  # merge patch replaces the list: send the whole of it
+        if patch:
+            self._rest.merge_patch(NODES, meta["name"], patch)

@@ -1,0 +1,15 @@
+"""The REST collections the controllers read and write."""
+
+from api import keys
+from machine_controller.runtime.kube import NODES, PODS, SECRETS, Resource
+
+MACHINES = Resource(keys.GROUP, keys.VERSION, "machines", "Machine")
+MACHINESETS = Resource(keys.GROUP, keys.VERSION, "machinesets", "MachineSet")
+MACHINEHEALTHCHECKS = Resource(keys.GROUP, keys.VERSION, "machinehealthchecks", "MachineHealthCheck")
+# OpenShift's cluster-wide Infrastructure object: where the API and ingress VIPs of an oVirt cluster are.
+INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", namespaced=False)
+EVICTION_SUBRESOURCE = "eviction"
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+
+__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "INFRASTRUCTURES", "NODES", "PODS", "SECRETS", "PDBS",
+           "EVICTION_SUBRESOURCE"]

@@ -1,0 +1,303 @@
+"""The oVirt Machine actuator: a Machine's provider spec made into a VM, its status read back, and the VM
+removed. It knows oVirt and the provider spec, nothing of phases (those are the Machine controller's).
+
+No call waits for the engine. Provisioning and deletion are resumable step machines: each call looks at
+where the VM is, does the next idempotent step(s) and says how long to wait before looking again. A VM left
+half-built by an earlier attempt or a killed controller is therefore found (by its id once known, else by
+its exact name: oVirt refuses a second VM of the same name) and finished, never duplicated and never left
+stopped (reference machine-api.md 6.2 item 1, which this fixes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import ovirtsdk4.types as types
+import structlog
+
+from api import keys
+from api.field_errors import InvalidProviderSpec
+from api.machine import Machine
+from api.meta import NodeAddress
+from api.provider_spec import OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
+from api.validation import load_provider_spec
+
+from .addresses import machine_addresses, usable_ips
+from .client import OvirtClient
+from .errors import ConflictError, MissingDependencyError
+from .vm_spec import Resolved, build_vm, os_disk_bytes
+
+log = structlog.get_logger(__name__)
+
+PROVIDER_ID_PREFIX = "ovirt://"
+# Auto-pinning (the autopincpuandnumanodes action with resize_and_pin) came with engine 4.4.5 (BZ 1941334).
+AUTO_PINNING_MIN_ENGINE = (4, 4, 5)
+
+_BOOTING = {types.VmStatus.WAIT_FOR_LAUNCH, types.VmStatus.POWERING_UP, types.VmStatus.REBOOT_IN_PROGRESS}
+_RUNNING = {types.VmStatus.UP, types.VmStatus.MIGRATING}
+
+
+class InvalidConfiguration(Exception):
+    """The Machine can never be built as specified: the only road to phase Failed (reference 3.1)."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long to wait before looking again at a VM in each kind of state."""
+
+    locked_s: float = 2.0
+    booting_s: float = 3.0
+    stopping_s: float = 2.0
+    odd_state_s: float = 15.0
+
+
+@dataclass
+class Progress:
+    """The outcome of one step: done, or what is awaited and when to look again."""
+
+    done: bool
+    requeue_after: float = 0.0
+    waiting_for: str = ""
+    vm_id: str | None = None
+    vm_state: str | None = None
+
+
+@dataclass
+class InstanceStatus:
+    """What the Machine should show of its VM (reference 4.5)."""
+
+    vm_id: str
+    state: str
+    provider_id: str
+    addresses: list[NodeAddress] | None  # None: leave as they are (a stopped VM reports nothing)
+    has_ip: bool
+    provider_status: dict = field(default_factory=dict)
+
+
+def provider_id(vm_id: str) -> str:
+    return PROVIDER_ID_PREFIX + vm_id
+
+
+def vm_id_of(machine: Machine) -> str | None:
+    """The VM id the Machine already knows, from the VmId annotation or the providerID."""
+    annotated = machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)
+    if annotated:
+        return annotated
+    pid = machine.spec.provider_id or ""
+    return pid[len(PROVIDER_ID_PREFIX):] if pid.startswith(PROVIDER_ID_PREFIX) else None
+
+
+class OvirtActuator:
+    def __init__(
+        self,
+        client: OvirtClient,
+        user_data: Callable[[str, str], str],
+        excluded_ips: Callable[[], set[str]] = set,
+        timing: Timing = Timing(),
+    ):
+        """`user_data(namespace, secret_name)` returns the Ignition text (raising MissingDependencyError when the
+        secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs."""
+        self.client = client
+        self._user_data = user_data
+        self._excluded_ips = excluded_ips
+        self._timing = timing
+
+    # --- spec ---------------------------------------------------------------------------------------------------
+    def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
+        try:
+            spec = load_provider_spec(machine.spec.provider_spec.value)
+        except InvalidProviderSpec as e:
+            raise InvalidConfiguration(str(e)) from None
+        if spec.auto_pinning_enabled:
+            version = self.client.product_version()
+            if version < AUTO_PINNING_MIN_ENGINE:
+                need = ".".join(map(str, AUTO_PINNING_MIN_ENGINE))
+                raise InvalidConfiguration(
+                    f"spec.providerSpec.value.auto_pinning_policy: Forbidden: auto pinning needs oVirt engine "
+                    f"{need} or newer, the engine is {'.'.join(map(str, version))}")
+        return spec
+
+    # --- lookup -------------------------------------------------------------------------------------------------
+    def find_vm(self, machine: Machine) -> types.Vm | None:
+        """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name."""
+        known = vm_id_of(machine)
+        if known:
+            vm = self.client.vm(known)
+            if vm is not None:
+                return vm
+        return self.client.vm_by_name(machine.metadata.name)
+
+    def exists(self, machine: Machine) -> bool:
+        return self.find_vm(machine) is not None
+
+    # --- provisioning -------------------------------------------------------------------------------------------
+    def provision(self, machine: Machine) -> Progress:
+        spec = self.spec_of(machine)
+        vm = self.find_vm(machine)
+        if vm is None:
+            vm = self._create(machine, spec)
+            return self._wait(vm, self._timing.locked_s, "the new VM's disks to be copied")
+        status = vm.status
+        if status == types.VmStatus.IMAGE_LOCKED:
+            return self._wait(vm, self._timing.locked_s, "the VM's disks to be unlocked")
+        if status == types.VmStatus.DOWN:
+            pending = self._configure(machine, spec, vm)
+            if pending:
+                return pending
+            try:
+                self.client.start_vm(vm.id, correlation_id=_correlation(machine, "start"))
+            except ConflictError as e:
+                return self._wait(vm, self._timing.locked_s, f"the engine to accept start ({e})")
+            log.info("started VM", vm_id=vm.id)
+            return self._wait(vm, self._timing.booting_s, "the VM to boot", state="wait_for_launch")
+        if status in _BOOTING:
+            return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
+        if status in _RUNNING:
+            return Progress(done=True, vm_id=vm.id, vm_state=status.value)
+        if status == types.VmStatus.POWERING_DOWN:
+            return self._wait(vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
+        return self._wait(vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
+
+    def _wait(self, vm: types.Vm, after: float, what: str, state: str | None = None) -> Progress:
+        st = state or (vm.status.value if vm.status else None)
+        return Progress(done=False, requeue_after=after, waiting_for=what, vm_id=vm.id, vm_state=st)
+
+    def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
+        name = machine.metadata.name
+        # Check everything the VM will need before creating it, so a missing dependency leaves no VM behind.
+        if self.client.cluster(spec.cluster_id) is None:
+            raise MissingDependencyError(f"oVirt cluster {spec.cluster_id} not found")
+        template = self.client.template_by_name(spec.template_name, spec.cluster_id)
+        if template is None:
+            raise MissingDependencyError(f"oVirt template {spec.template_name!r} not found")
+        self._check_dependencies(machine, spec)
+        ignition = self._user_data(machine.metadata.namespace, spec.user_data_secret.name)
+        disk_ids: tuple[str, ...] = ()
+        if spec.sparse is not None or spec.format or spec.storage_domain_id:
+            disk_ids = tuple(a.disk.id for a in self.client.template_disk_attachments(template.id))
+        hosts: tuple[str, ...] = ()
+        if spec.auto_pinning_enabled:
+            hosts = tuple(h.id for h in self.client.hosts_in_cluster(spec.cluster_id))
+        vm = build_vm(name, spec, ignition, Resolved(template.id, disk_ids, hosts))
+        try:
+            created = self.client.create_vm(vm, clone=spec.effective_clone,
+                                            correlation_id=_correlation(machine, "create"))
+        except ConflictError:
+            # The name is taken: an earlier attempt whose answer we lost created it. It is ours.
+            existing = self.client.vm_by_name(name)
+            if existing is None:
+                raise
+            return existing
+        log.info("created VM", vm_id=created.id, template=spec.template_name)
+        return created
+
+    def _check_dependencies(self, machine: Machine, spec: OvirtMachineProviderSpec) -> None:
+        for nic in spec.network_interfaces:
+            if not self.client.vnic_profile_exists(nic.vnic_profile_id):
+                raise MissingDependencyError(f"oVirt vNIC profile {nic.vnic_profile_id} not found")
+        for group in spec.affinity_groups_names:
+            if self.client.affinity_group(spec.cluster_id, group) is None:
+                raise MissingDependencyError(
+                    f"oVirt affinity group {group!r} not found in cluster {spec.cluster_id}")
+        tag = machine.cluster_id
+        if tag and not self.client.tag_exists(tag):
+            raise MissingDependencyError(f"oVirt tag {tag!r} (the cluster's infra ID) not found")
+
+    def _configure(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
+        """Bring a stopped VM to the spec, step by idempotent step (reference 4.3 steps 7-12). Returns what is
+        awaited, or None when the VM is ready to start."""
+        if spec.type == VMType.HIGH_PERFORMANCE:
+            for console in self.client.graphics_consoles(vm.id):
+                self.client.remove_graphics_console(vm.id, console.id)  # headless (OCPRHV-786)
+        pending = self._grow_os_disk(machine, spec, vm)
+        if pending:
+            return pending
+        self._reconcile_nics(spec, vm)
+        tag = machine.cluster_id
+        if tag and tag not in self.client.vm_tags(vm.id):
+            self.client.add_vm_tag(vm.id, tag)
+        for name in spec.affinity_groups_names:
+            group = self.client.affinity_group(spec.cluster_id, name)
+            if group is None:
+                raise MissingDependencyError(f"oVirt affinity group {name!r} not found in cluster {spec.cluster_id}")
+            if vm.id not in self.client.affinity_group_vm_ids(spec.cluster_id, group.id):
+                self.client.add_vm_to_affinity_group(spec.cluster_id, group.id, vm.id)
+        if spec.auto_pinning_enabled:
+            # Re-pinning a stopped VM yields the same pinning: safe to repeat when a start is retried.
+            self.client.auto_pin(vm.id)
+        return None
+
+    def _grow_os_disk(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
+        boot = [a for a in self.client.disk_attachments(vm.id) if a.bootable]
+        if not boot:
+            raise InvalidConfiguration(f"template {spec.template_name!r} has no bootable disk")
+        disk = self.client.disk(boot[0].disk.id)
+        if disk.status == types.DiskStatus.LOCKED:
+            return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
+        wanted = os_disk_bytes(spec)
+        if (disk.provisioned_size or 0) < wanted:  # grown, never shrunk (reference 4.1)
+            self.client.resize_disk(disk.id, wanted, correlation_id=_correlation(machine, "resize"))
+            return self._wait(vm, self._timing.locked_s, "the OS disk to be resized")
+        return None
+
+    def _reconcile_nics(self, spec: OvirtMachineProviderSpec, vm: types.Vm) -> None:
+        if not spec.network_interfaces:
+            return  # the template's NICs are kept (reference 4.1)
+        wanted = {f"nic{i + 1}": n.vnic_profile_id for i, n in enumerate(spec.network_interfaces)}
+        current = self.client.nics(vm.id)
+        for nic in current:
+            profile = nic.vnic_profile.id if nic.vnic_profile else None
+            if wanted.get(nic.name) != profile:
+                self.client.remove_nic(vm.id, nic.id)
+        kept = {n.name for n in current if wanted.get(n.name) == (n.vnic_profile.id if n.vnic_profile else None)}
+        for name, profile in wanted.items():
+            if name not in kept:
+                self.client.add_nic(vm.id, name, profile)
+
+    # --- status -------------------------------------------------------------------------------------------------
+    def status(self, machine: Machine, vm: types.Vm | None = None) -> InstanceStatus | None:
+        vm = vm or self.find_vm(machine)
+        if vm is None:
+            return None
+        state = vm.status.value if vm.status else "unknown"
+        addresses: list[NodeAddress] | None = None
+        ips: list[str] = []
+        if vm.status in _RUNNING:
+            ips = usable_ips(self.client.reported_devices(vm.id), self._excluded_ips())
+            addresses = machine_addresses(vm.name, ips)
+        return InstanceStatus(
+            vm_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
+            provider_status=OvirtMachineProviderStatus(instance_id=vm.id, instance_state=state).to_dict(),
+        )
+
+    # --- deletion -----------------------------------------------------------------------------------------------
+    def delete(self, machine: Machine) -> Progress:
+        """Stop, detach every non-bootable disk (so PV disks survive, BZ 2024328), remove; resumable."""
+        vm = self.find_vm(machine)
+        if vm is None:
+            return Progress(done=True)
+        status = vm.status
+        if status == types.VmStatus.DOWN:
+            for att in self.client.disk_attachments(vm.id):
+                if not att.bootable:
+                    self.client.detach_disk(vm.id, att.id)
+                    log.info("detached disk before removing the VM", disk_id=att.disk.id if att.disk else att.id)
+            try:
+                self.client.remove_vm(vm.id)
+            except ConflictError as e:
+                return self._wait(vm, self._timing.locked_s, f"the engine to accept removal ({e})")
+            log.info("removed VM", vm_id=vm.id)
+            return self._wait(vm, self._timing.stopping_s, "the VM to be gone", state="removed")
+        if status in (types.VmStatus.IMAGE_LOCKED, types.VmStatus.POWERING_DOWN):
+            return self._wait(vm, self._timing.stopping_s, f"the VM to settle (it is {status.value})")
+        try:
+            self.client.stop_vm(vm.id)
+        except ConflictError as e:
+            return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
+        return self._wait(vm, self._timing.stopping_s, "the VM to stop")
+
+
+def _correlation(machine: Machine, step: str) -> str:
+    # The engine tags the jobs of a request with it: an admin can find in the engine what a Machine did.
+    return f"{machine.metadata.name}-{step}"[:50]

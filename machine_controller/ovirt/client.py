@@ -1,0 +1,204 @@
+"""The oVirt calls the controllers make, each one short, classified and retried.
+
+Every method borrows a connection from the pool for the duration of one call (never across a wait), turns
+SDK exceptions into the classes of `errors`, and retries transient ones a few times with a short capped
+backoff (tenacity). Longer waits are not made here: a caller that must wait for a VM state requeues itself.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+import ovirtsdk4 as sdk
+import ovirtsdk4.types as types
+import structlog
+import tenacity
+
+from .connection import ConnectionPool, NoCredentials
+from .errors import NotFoundError, OvirtError, TransientError, classify
+
+T = TypeVar("T")
+log = structlog.get_logger(__name__)
+
+
+def _quote(value: str) -> str:
+    # The engine's search language takes double-quoted values; a quote inside is escaped with a backslash.
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class OvirtClient:
+    def __init__(self, pool: ConnectionPool, attempts: int = 3, max_wait_s: float = 2.0):
+        self.pool = pool
+        self._retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, TransientError) and not isinstance(e, NoCredentials)),
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=tenacity.wait_exponential(multiplier=0.2, max=max_wait_s),
+            reraise=True,
+        )
+
+    # --- the one way to talk to the engine ---------------------------------------------------------------------
+    def call(self, what: str, fn: Callable[[sdk.services.SystemService], T]) -> T:
+        def once() -> T:
+            with self.pool.connection() as conn:
+                try:
+                    return fn(conn.system_service())
+                except Exception as e:  # noqa: BLE001 - every failure is classified at this edge
+                    raise classify(e, what) from e
+        return self._retrying(once)
+
+    def ping(self) -> None:
+        """One request to the API root: used by the health check."""
+        self.call("test connection", lambda s: s.get())
+
+    def product_version(self) -> tuple[int, int, int]:
+        api = self.call("get API root", lambda s: s.get())
+        v = api.product_info.version
+        return (v.major or 0, v.minor or 0, v.build or 0)
+
+    # --- lookups -----------------------------------------------------------------------------------------------
+    def vm(self, vm_id: str) -> types.Vm | None:
+        try:
+            return self.call(f"get VM {vm_id}", lambda s: s.vms_service().vm_service(vm_id).get())
+        except NotFoundError:
+            return None
+
+    def vm_by_name(self, name: str) -> types.Vm | None:
+        # The search matches patterns and is case-insensitive; identity is the exact name.
+        vms = self.call(f"search VM {name}", lambda s: s.vms_service().list(search=f"name={_quote(name)}"))
+        exact = [v for v in vms if v.name == name]
+        if len(exact) > 1:
+            raise OvirtError(f"{len(exact)} VMs are named {name!r}; refusing to guess which one is the Machine's")
+        return exact[0] if exact else None
+
+    def template_by_name(self, name: str, cluster_id: str) -> types.Template | None:
+        tpls = self.call(f"search template {name}",
+                         lambda s: s.templates_service().list(search=f"name={_quote(name)}"))
+        exact = [t for t in tpls if t.name == name]
+        # Templates of the same name may live in several data centers; prefer the one of the VM's cluster.
+        in_cluster = [t for t in exact if t.cluster is not None and t.cluster.id == cluster_id]
+        pool = in_cluster or exact
+        # Template versions share the name: the newest version is what a user expects to boot.
+        pool.sort(key=lambda t: (t.version.version_number if t.version else 0) or 0, reverse=True)
+        return pool[0] if pool else None
+
+    def cluster(self, cluster_id: str) -> types.Cluster | None:
+        try:
+            return self.call(f"get cluster {cluster_id}",
+                             lambda s: s.clusters_service().cluster_service(cluster_id).get())
+        except NotFoundError:
+            return None
+
+    def template_disk_attachments(self, template_id: str) -> list[types.DiskAttachment]:
+        return self.call("list template disks", lambda s: s.templates_service().template_service(template_id)
+                         .disk_attachments_service().list())
+
+    def hosts_in_cluster(self, cluster_id: str) -> list[types.Host]:
+        hosts = self.call("list hosts", lambda s: s.hosts_service().list())
+        return [h for h in hosts if h.cluster is not None and h.cluster.id == cluster_id]
+
+    def vnic_profile_exists(self, profile_id: str) -> bool:
+        try:
+            self.call(f"get vNIC profile {profile_id}",
+                      lambda s: s.vnic_profiles_service().profile_service(profile_id).get())
+            return True
+        except NotFoundError:
+            return False
+
+    def affinity_group(self, cluster_id: str, name: str) -> types.AffinityGroup | None:
+        groups = self.call("list affinity groups", lambda s: s.clusters_service().cluster_service(cluster_id)
+                           .affinity_groups_service().list())
+        exact = [g for g in groups if g.name == name]
+        if len(exact) > 1:
+            raise OvirtError(f"{len(exact)} affinity groups are named {name!r} in cluster {cluster_id}")
+        return exact[0] if exact else None
+
+    def tag_exists(self, name: str) -> bool:
+        tags = self.call("list tags", lambda s: s.tags_service().list())
+        return any(t.name == name for t in tags)
+
+    # --- VM changes --------------------------------------------------------------------------------------------
+    def create_vm(self, vm: types.Vm, clone: bool, correlation_id: str) -> types.Vm:
+        return self.call(f"create VM {vm.name}", lambda s: s.vms_service().add(
+            vm, clone=clone, clone_permissions=False, query={"correlation_id": correlation_id}))
+
+    def _vm_service(self, s: sdk.services.SystemService, vm_id: str):
+        return s.vms_service().vm_service(vm_id)
+
+    def disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:
+        return self.call("list VM disks", lambda s: self._vm_service(s, vm_id).disk_attachments_service().list())
+
+    def disk(self, disk_id: str) -> types.Disk:
+        return self.call(f"get disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id).get())
+
+    def resize_disk(self, disk_id: str, size_bytes: int, correlation_id: str) -> None:
+        self.call(f"resize disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id).update(
+            types.Disk(provisioned_size=size_bytes), query={"correlation_id": correlation_id}))
+
+    def detach_disk(self, vm_id: str, attachment_id: str) -> None:
+        self.call(f"detach disk {attachment_id}", lambda s: self._vm_service(s, vm_id).disk_attachments_service()
+                  .attachment_service(attachment_id).remove(detach_only=True))
+
+    def nics(self, vm_id: str) -> list[types.Nic]:
+        return self.call("list NICs", lambda s: self._vm_service(s, vm_id).nics_service().list())
+
+    def remove_nic(self, vm_id: str, nic_id: str) -> None:
+        self.call(f"remove NIC {nic_id}", lambda s: self._vm_service(s, vm_id).nics_service()
+                  .nic_service(nic_id).remove())
+
+    def add_nic(self, vm_id: str, name: str, vnic_profile_id: str) -> None:
+        self.call(f"add NIC {name}", lambda s: self._vm_service(s, vm_id).nics_service().add(
+            types.Nic(name=name, vnic_profile=types.VnicProfile(id=vnic_profile_id))))
+
+    def graphics_consoles(self, vm_id: str) -> list[types.GraphicsConsole]:
+        return self.call("list graphics consoles", lambda s: self._vm_service(s, vm_id)
+                         .graphics_consoles_service().list())
+
+    def remove_graphics_console(self, vm_id: str, console_id: str) -> None:
+        self.call("remove graphics console", lambda s: self._vm_service(s, vm_id).graphics_consoles_service()
+                  .console_service(console_id).remove())
+
+    def vm_tags(self, vm_id: str) -> list[str]:
+        return [t.name for t in self.call("list VM tags", lambda s: self._vm_service(s, vm_id).tags_service().list())]
+
+    def add_vm_tag(self, vm_id: str, name: str) -> None:
+        self.call(f"tag VM with {name}", lambda s: self._vm_service(s, vm_id).tags_service()
+                  .add(types.Tag(name=name)))
+
+    def affinity_group_vm_ids(self, cluster_id: str, group_id: str) -> set[str]:
+        vms = self.call("list affinity group VMs", lambda s: s.clusters_service().cluster_service(cluster_id)
+                        .affinity_groups_service().group_service(group_id).vms_service().list())
+        return {v.id for v in vms}
+
+    def add_vm_to_affinity_group(self, cluster_id: str, group_id: str, vm_id: str) -> None:
+        def add(s: sdk.services.SystemService) -> None:
+            svc = s.clusters_service().cluster_service(cluster_id).affinity_groups_service() \
+                .group_service(group_id).vms_service()
+            try:
+                svc.add(types.Vm(id=vm_id))
+            except sdk.Error as e:
+                # Engines answer this POST with <action> instead of <vm> (BZ 1931932, reference 4.3 step 12):
+                # the VM was added all the same.
+                if "got Action" not in str(e) and "Action" not in str(e).split("but got")[-1]:
+                    raise
+        self.call("add VM to affinity group", add)
+
+    def auto_pin(self, vm_id: str) -> None:
+        self.call("auto-pin CPU and NUMA", lambda s: self._vm_service(s, vm_id)
+                  .auto_pin_cpu_and_numa_nodes(optimize_cpu_settings=True))
+
+    def start_vm(self, vm_id: str, correlation_id: str) -> None:
+        self.call("start VM", lambda s: self._vm_service(s, vm_id).start(query={"correlation_id": correlation_id}))
+
+    def stop_vm(self, vm_id: str) -> None:
+        self.call("stop VM", lambda s: self._vm_service(s, vm_id).stop(force=True))
+
+    def remove_vm(self, vm_id: str) -> None:
+        try:
+            self.call("remove VM", lambda s: self._vm_service(s, vm_id).remove())
+        except NotFoundError:
+            pass
+
+    def reported_devices(self, vm_id: str) -> list[types.ReportedDevice]:
+        return self.call("list reported devices", lambda s: self._vm_service(s, vm_id)
+                         .reported_devices_service().list())

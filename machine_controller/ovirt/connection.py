@@ -1,0 +1,141 @@
+"""One pool of SDK connections, shared safely by every worker.
+
+An `ovirtsdk4.Connection` drives a single libcurl handle and is not safe to use from two threads at once, so
+workers borrow whole connections from the pool and give them back. Each connection keeps its SSO token and
+its HTTP keep-alive, so a steady state costs no logins; the SDK itself logs in again on a 401.
+
+Credentials are swapped live (the secret can be rotated without a restart, reference machine-api.md 4.7):
+`set_credentials` bumps a generation, idle connections of an older generation are closed at once, borrowed
+ones when they come back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import threading
+from typing import Iterator
+
+import ovirtsdk4 as sdk
+
+from .credentials import OvirtCredentials
+from .errors import TransientError
+
+_SYSTEM_CA_BUNDLES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+
+
+class NoCredentials(TransientError):
+    """The credentials secret has not been read (yet): nothing can be asked of oVirt."""
+
+
+class ConnectionPool:
+    def __init__(self, size: int = 4, timeout_s: int = 60, user_agent: str = "ovirt-machine-controller"):
+        self._size = size
+        self._timeout = timeout_s
+        self._headers = {"User-Agent": user_agent}
+        self._cond = threading.Condition()
+        self._idle: list[tuple[int, sdk.Connection]] = []
+        self._borrowed = 0
+        self._generation = 0
+        self._creds: OvirtCredentials | None = None
+        self._ca_path: str | None = None
+
+    @property
+    def credentials(self) -> OvirtCredentials | None:
+        return self._creds
+
+    def set_credentials(self, creds: OvirtCredentials | None) -> bool:
+        """Use these credentials from now on. Returns True when they differ from the current ones."""
+        with self._cond:
+            if creds == self._creds:
+                return False
+            self._creds = creds
+            self._generation += 1
+            old_ca, self._ca_path = self._ca_path, self._write_ca(creds) if creds else None
+            stale, self._idle = self._idle, []
+            self._cond.notify_all()
+        for _, conn in stale:
+            _close_quietly(conn)
+        if old_ca:
+            with contextlib.suppress(OSError):
+                os.unlink(old_ca)
+        return True
+
+    @contextlib.contextmanager
+    def connection(self) -> Iterator[sdk.Connection]:
+        gen, conn = self._borrow()
+        try:
+            yield conn
+        finally:
+            self._give_back(gen, conn)
+
+    def close(self) -> None:
+        self.set_credentials(None)
+
+    # --- internals ---------------------------------------------------------------------------------------------
+    def _borrow(self) -> tuple[int, sdk.Connection]:
+        with self._cond:
+            while True:
+                if self._creds is None:
+                    raise NoCredentials("no oVirt credentials: secret openshift-machine-api/ovirt-credentials "
+                                        "is missing or invalid")
+                if self._idle:
+                    self._borrowed += 1
+                    return self._idle.pop()
+                if self._borrowed < self._size:
+                    self._borrowed += 1
+                    creds, gen, ca = self._creds, self._generation, self._ca_path
+                    break
+                self._cond.wait()
+        try:
+            return gen, self._open(creds, ca)
+        except BaseException:
+            with self._cond:
+                self._borrowed -= 1
+                self._cond.notify()
+            raise
+
+    def _give_back(self, gen: int, conn: sdk.Connection) -> None:
+        with self._cond:
+            self._borrowed -= 1
+            keep = gen == self._generation
+            if keep:
+                self._idle.append((gen, conn))
+            self._cond.notify()
+        if not keep:
+            _close_quietly(conn)
+
+    def _open(self, creds: OvirtCredentials, ca_path: str | None) -> sdk.Connection:
+        return sdk.Connection(
+            url=creds.url,
+            username=creds.username,
+            password=creds.password,
+            insecure=creds.insecure,
+            ca_file=None if creds.insecure else ca_path,
+            timeout=self._timeout,
+            headers=self._headers,
+        )
+
+    @staticmethod
+    def _write_ca(creds: OvirtCredentials) -> str | None:
+        """One CA file for libcurl: the secret's CA file and bundle plus the system roots, since OpenShift trusts
+        all three (reference 4.7) and libcurl takes a single file."""
+        if creds.insecure or not (creds.ca_file or creds.ca_bundle):
+            return None
+        parts: list[str] = []
+        for path in (creds.ca_file, *_SYSTEM_CA_BUNDLES):
+            if path and os.path.isfile(path):
+                with open(path) as f:
+                    parts.append(f.read())
+        if creds.ca_bundle:
+            parts.append(creds.ca_bundle)
+        fd, path = tempfile.mkstemp(prefix="ovirt-ca-", suffix=".pem")
+        with os.fdopen(fd, "w") as f:
+            f.write("\n".join(parts))
+        return path
+
+
+def _close_quietly(conn: sdk.Connection) -> None:
+    with contextlib.suppress(Exception):
+        conn.close(logout=False)

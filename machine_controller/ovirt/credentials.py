@@ -1,0 +1,72 @@
+"""The oVirt credentials secret, exactly as OpenShift ships it (reference machine-api.md 4.7).
+
+`openshift-machine-api/ovirt-credentials` carries six string keys, produced by the cloud-credential-operator:
+ovirt_url, ovirt_username, ovirt_password, ovirt_cafile, ovirt_insecure, ovirt_ca_bundle. `ovirt_insecure`
+must parse as a boolean, as Go's strconv.ParseBool does; a missing or empty value rejects the whole secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from dataclasses import dataclass, field
+
+SECRET_NAMESPACE = "openshift-machine-api"
+SECRET_NAME = "ovirt-credentials"
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+class InvalidCredentials(ValueError):
+    """The secret is unusable; the message names the key, never a value."""
+
+
+@dataclass(frozen=True)
+class OvirtCredentials:
+    url: str
+    username: str
+    password: str = field(repr=False)
+    insecure: bool = False
+    ca_file: str = ""
+    ca_bundle: str = field(default="", repr=False)
+
+    def fingerprint(self) -> str:
+        """Changes whenever any field changes; safe to log (a hash, not the values)."""
+        h = hashlib.sha256()
+        for part in (self.url, self.username, self.password, str(self.insecure), self.ca_file, self.ca_bundle):
+            h.update(part.encode() + b"\0")
+        return h.hexdigest()[:12]
+
+
+def _parse_bool(value: str) -> bool:
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InvalidCredentials(f"{SECRET_NAME}: ovirt_insecure must be a boolean (true/false), got {value!r}")
+
+
+def from_secret_data(data: dict[str, str] | None, *, encoded: bool = True) -> OvirtCredentials:
+    """Parse a Secret's `data` (base64 values, `encoded=True`) or `stringData`-like plain values."""
+    if not data:
+        raise InvalidCredentials(f"secret {SECRET_NAMESPACE}/{SECRET_NAME} has no data")
+    values: dict[str, str] = {}
+    for key, raw in data.items():
+        try:
+            values[key] = base64.b64decode(raw).decode() if encoded else raw
+        except (ValueError, UnicodeDecodeError) as e:
+            raise InvalidCredentials(f"{SECRET_NAME}: key {key} is not valid base64 text") from e
+    for key in ("ovirt_url", "ovirt_username", "ovirt_password"):
+        if not values.get(key):
+            raise InvalidCredentials(f"{SECRET_NAME}: key {key} is missing or empty")
+    if not values.get("ovirt_insecure"):
+        raise InvalidCredentials(f"{SECRET_NAME}: key ovirt_insecure is missing or empty (it must be true or false)")
+    return OvirtCredentials(
+        url=values["ovirt_url"].strip(),
+        username=values["ovirt_username"].strip(),
+        password=values["ovirt_password"],
+        insecure=_parse_bool(values["ovirt_insecure"].strip()),
+        ca_file=values.get("ovirt_cafile", "").strip(),
+        ca_bundle=values.get("ovirt_ca_bundle", ""),
+    )

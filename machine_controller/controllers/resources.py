@@ -9,7 +9,6 @@ MACHINEHEALTHCHECKS = Resource(keys.GROUP, keys.VERSION, "machinehealthchecks", 
 # OpenShift's cluster-wide Infrastructure object: where the API and ingress VIPs of an oVirt cluster are.
 INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", namespaced=False)
 EVICTION_SUBRESOURCE = "eviction"
-PDBS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 
-__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "INFRASTRUCTURES", "NODES", "PODS", "SECRETS", "PDBS",
+__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "INFRASTRUCTURES", "NODES", "PODS", "SECRETS",
            "EVICTION_SUBRESOURCE"]

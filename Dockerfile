@@ -1,0 +1,24 @@
+# syntax=docker/dockerfile:1
+# Build stage: the oVirt SDK compiles a C extension against libxml2 and pycurl against libcurl.
+FROM python:3.11-slim-bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libxml2-dev libcurl4-openssl-dev libssl-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml constraints.txt README.md ./
+COPY api ./api
+COPY machine_controller ./machine_controller
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-cache-dir -c constraints.txt .
+
+# Runtime stage: only the shared libraries, no compilers or headers.
+FROM python:3.11-slim-bookworm
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libxml2 libcurl4 ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 65532 --no-create-home controller
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
+USER 65532:65532
+EXPOSE 8081 9440
+ENTRYPOINT ["ovirt-machine-controller"]

@@ -72,6 +72,19 @@ class MachineSetSpec(JSONObject):
     def effective_delete_policy(self) -> DeletePolicy:
         return DeletePolicy(self.delete_policy) if self.delete_policy else DeletePolicy.RANDOM
 
+    def selector_problems(self) -> list[str]:
+        """Why the MachineSet controller must refuse this spec (reference 3.2 step 2): the selector is
+        malformed, empty (it would adopt every Machine in the namespace) or does not select the Machines
+        the template creates (they would be created forever). Empty list when usable."""
+        problems = [f"spec.selector.{p}" for p in self.selector.problems()]
+        if problems:
+            return problems
+        if self.selector.is_empty():
+            return ["spec.selector: Invalid value: an empty selector is not valid for a MachineSet"]
+        if not self.selector.matches(self.template.metadata.labels):
+            return ["spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`"]
+        return []
+
 
 @dataclass
 class MachineSetStatus(JSONObject):

@@ -125,7 +125,10 @@ class OvirtMachineProviderStatus(JSONObject):
 def _load(raw: bytes | str | Mapping[str, Any] | None) -> Any:
     if raw is None or isinstance(raw, Mapping):
         return raw
-    text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+    except UnicodeDecodeError as e:
+        raise InvalidProviderSpec([FieldError(PROVIDER_SPEC_PATH, f"Invalid value: not UTF-8 text: {e}")]) from None
     try:
         # JSON first: a JSON document that YAML 1.1 would read differently (e.g. tabs) must still parse.
         return json.loads(text)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from api import keys
 from api._codec import DecodeError
@@ -136,3 +139,27 @@ def test_label_and_annotation_jsonpaths_escape_dots():
     assert keys.jsonpath_for("annotations", keys.ANNOTATION_INSTANCE_STATE) == (
         ".metadata.annotations['machine\\.openshift\\.io/instance-state']"
     )
+
+
+@pytest.mark.parametrize(
+    "spec, problems",
+    [
+        ({"selector": {"matchLabels": {"a": "1"}}, "template": {"metadata": {"labels": {"a": "1", "b": "2"}}}}, []),
+        ({"selector": {}, "template": {"metadata": {"labels": {"a": "1"}}}}, ["spec.selector: Invalid value: an empty selector is not valid for a MachineSet"]),
+        (
+            {"selector": {"matchLabels": {"a": "1"}}, "template": {"metadata": {"labels": {"a": "2"}}}},
+            ["spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`"],
+        ),
+        (
+            {"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+            ["spec.selector.matchExpressions[0].values: must be non-empty for operator In"],
+        ),
+    ],
+)
+def test_machineset_selector_problems(spec, problems):
+    assert MachineSet.from_dict({"spec": spec}).spec.selector_problems() == problems
+
+
+def test_sample_machineset_selector_is_usable():
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "config/samples/machineset.yaml").read_text())
+    assert MachineSet.from_dict(doc).spec.selector_problems() == []

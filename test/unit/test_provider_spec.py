@@ -130,6 +130,7 @@ def test_explicit_false_pointers_are_kept():
         ("", f"{P}: Required value: the oVirt provider spec is missing"),
         ("[1, 2]", f"{P}: Invalid value: expected object, got array"),
         ("key: [unclosed", None),
+        ("just text", f"{P}: Invalid value: expected object, got string"),
         (spec_with(memory_mb="16G"), f"{P}.memory_mb: Invalid value: expected integer, got string"),
         (spec_with(cpu={"sockets": 1, "cores": "4", "threads": 1}), f"{P}.cpu.cores: Invalid value: expected integer, got string"),
         (spec_with(clone="yes"), f"{P}.clone: Invalid value: expected boolean, got string"),
@@ -399,3 +400,8 @@ def test_installer_shaped_sample_machineset_parses_and_validates():
     # The raw YAML text of the value, as a Machine's RawExtension would carry it, parses the same.
     raw = yaml.safe_dump(doc["spec"]["template"]["spec"]["providerSpec"]["value"])
     assert load_provider_spec(raw) == spec
+
+
+def test_non_utf8_bytes_are_an_invalid_spec():
+    with pytest.raises(InvalidProviderSpec, match=r"^spec\.providerSpec\.value: Invalid value: not UTF-8 text"):
+        parse_provider_spec(b"\xff\xfe")

@@ -11,6 +11,7 @@ required, OpenAPI keywords); names, printer columns and the scale subresource co
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import difflib
 import inspect
@@ -74,14 +75,15 @@ def object_schema(cls: type) -> dict[str, Any]:
         description = f.metadata["doc"] or _field_type_doc(hints[f.name])
         if description:
             schema["description"] = description
-        schema.update(f.metadata["schema"])
+        # Copied: a list shared between declarations would otherwise be dumped as a YAML anchor/alias.
+        schema.update(copy.deepcopy(f.metadata["schema"]))
         properties[key] = schema
         if f.metadata["required"]:
             required.append(key)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = sorted(required)
-    schema.update(getattr(cls, "__schema__", {}))
+    schema.update(copy.deepcopy(getattr(cls, "__schema__", {})))
     return schema
 
 

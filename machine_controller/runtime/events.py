@@ -130,9 +130,12 @@ class EventRecorder:
         if not self._allow(obj_id, now):
             self._log.debug("event dropped by spam filter", reason=reason)
             return
-        message = self._aggregate(obj_id + (type_, reason), message, now)
-
-        dedupe_key = obj_id + (type_, reason, message)
+        similar_key = obj_id + (type_, reason)
+        combined = self._aggregate(similar_key, message, now)
+        # Once combined, all similar events share one Event (keyed without the message): its count grows and its
+        # message shows the latest, as client-go's aggregator does.
+        message = f"(combined from similar events): {message}" if combined else message
+        dedupe_key = similar_key if combined else similar_key + (message,)
         seen = self._seen.get(dedupe_key)
         if seen is not None:
             self._seen.move_to_end(dedupe_key)
@@ -169,7 +172,8 @@ class EventRecorder:
                 self._buckets.popitem(last=False)
         return bucket.allow()
 
-    def _aggregate(self, similar_key: tuple[str, ...], message: str, now: float) -> str:
+    def _aggregate(self, similar_key: tuple[str, ...], message: str, now: float) -> bool:
+        """Whether this event is one too many of its kind in the window and must be combined."""
         started, messages = self._similar.get(similar_key, (now, set()))
         if now - started > self._aggregate_window:
             started, messages = now, set()
@@ -178,9 +182,7 @@ class EventRecorder:
         self._similar.move_to_end(similar_key)
         while len(self._similar) > _CACHE_SIZE:
             self._similar.popitem(last=False)
-        if len(messages) > self._aggregate_max:
-            return f"(combined from similar events): {message}"
-        return message
+        return len(messages) > self._aggregate_max
 
 
 def _reference(obj: dict[str, Any]) -> dict[str, Any]:

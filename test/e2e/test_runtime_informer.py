@@ -11,17 +11,9 @@ import pytest
 
 from machine_controller.runtime.informer import Informer
 from machine_controller.runtime.kube import CONFIG_MAPS, Resource, Rest, object_key
+from machine_controller.runtime.testing import wait_until
 
 LABEL = "runtime-e2e=yes"
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 30.0, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 class Recorder:

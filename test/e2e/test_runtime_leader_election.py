@@ -10,18 +10,10 @@ import pytest
 
 from machine_controller.runtime.kube import LEASES, Rest
 from machine_controller.runtime.leader_election import LeaderElectionConfig, LeaderElector
+from machine_controller.runtime.testing import wait_until
 
 # Short, configurable durations; the bounds asserted below are derived from them, never from wall-clock speed.
 LEASE, RENEW, RETRY = 4.0, 3.0, 0.5
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 class Candidate:

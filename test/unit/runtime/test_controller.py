@@ -20,16 +20,8 @@ from machine_controller.runtime.controller import (
     running,
 )
 from machine_controller.runtime.ratelimit import controller_rate_limiter
+from machine_controller.runtime.testing import wait_until
 from machine_controller.runtime.workqueue import WorkQueue
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
 
 
 @pytest.fixture

@@ -1,0 +1,64 @@
+"""The JSON REST path, the status-subresource patch and error classification against a real API server."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from machine_controller.runtime.kube import (
+    CONFIG_MAPS,
+    NODES,
+    ErrorKind,
+    Resource,
+    Rest,
+    classify,
+    load_api_client,
+    patch_status,
+)
+
+MACHINES = Resource("machine.openshift.io", "v1beta1", "machines", "Machine")
+
+
+def test_status_patch_with_resource_version_is_optimistic(cluster, namespace):
+    cluster.apply_crds()
+    rest = Rest(load_api_client(str(cluster.kubeconfig)))
+    machine = rest.create(MACHINES, {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                                     "metadata": {"name": "m", "namespace": namespace}, "spec": {}}, namespace)
+    stale_rv = machine["metadata"]["resourceVersion"]
+
+    patched = patch_status(rest, MACHINES, machine, {"phase": "Provisioning"}, resource_version=stale_rv)
+    assert patched["status"]["phase"] == "Provisioning"
+    assert rest.get(MACHINES, "m", namespace)["status"]["phase"] == "Provisioning"
+
+    with pytest.raises(ApiException) as err:  # the object moved on since stale_rv was read
+        patch_status(rest, MACHINES, machine, {"phase": "Failed"}, resource_version=stale_rv)
+    assert classify(err.value) == ErrorKind.CONFLICT
+    assert rest.get(MACHINES, "m", namespace)["status"]["phase"] == "Provisioning"
+
+    # /status ignores spec changes and the main resource ignores status changes (the subresource split).
+    rest.merge_patch(MACHINES, "m", {"status": {"phase": "Deleting"}}, namespace)
+    assert rest.get(MACHINES, "m", namespace)["status"]["phase"] == "Provisioning"
+
+
+def test_errors_are_classified(cluster, namespace):
+    rest = Rest(cluster.api_client())
+    with pytest.raises(ApiException) as missing:
+        rest.get(CONFIG_MAPS, "nope", namespace)
+    assert classify(missing.value) == ErrorKind.NOT_FOUND
+
+    body = {"metadata": {"name": "dup", "namespace": namespace}}
+    rest.create(CONFIG_MAPS, body, namespace)
+    with pytest.raises(ApiException) as exists:
+        rest.create(CONFIG_MAPS, body, namespace)
+    assert classify(exists.value) == ErrorKind.ALREADY_EXISTS
+
+    with pytest.raises(ApiException) as invalid:
+        rest.create(CONFIG_MAPS, {"metadata": {"name": "Not_A_Valid_Name", "namespace": namespace}}, namespace)
+    assert classify(invalid.value) == ErrorKind.INVALID
+    assert classify(ConnectionError("reset")) == ErrorKind.TRANSIENT
+
+
+def test_cluster_scoped_paths(cluster):
+    rest = Rest(cluster.api_client())
+    listed = rest.request("GET", NODES.path())
+    assert "items" in listed and listed["metadata"]["resourceVersion"]

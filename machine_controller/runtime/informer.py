@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -144,7 +145,8 @@ class Informer:
         self.name = f"{resource.plural}.{resource.group or 'core'}" + (f"/{namespace}" if namespace else "")
         self._rest = Rest(api_client)
         self._handlers: list[EventHandler] = []
-        self._dispatch_lock = threading.Lock()  # handlers see one event at a time, watch and resync alike
+        # Handlers see one event at a time, watch and resync alike. Reentrant: a handler may add a handler.
+        self._dispatch_lock = threading.RLock()
         self._stop = threading.Event()
         self._synced = threading.Event()
         self._stream: Stream | None = None
@@ -214,8 +216,14 @@ class Informer:
             try:
                 if self._resource_version is None:
                     self._relist()
+                started = time.monotonic()
                 self._watch()
-                delay = self.backoff[0]  # a watch that opened and ended normally resets the backoff
+                if time.monotonic() - started > 1.0:
+                    delay = self.backoff[0]  # a watch that ran and ended normally resets the backoff
+                else:
+                    # A server that closes every watch at once would otherwise be hammered in a tight loop.
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, self.backoff[1])
             except _Gone as exc:
                 self._log.info("resourceVersion too old, relisting", resource_version=self._resource_version,
                                detail=str(exc))

@@ -67,7 +67,9 @@ class LeaderElector:
         self.on_started_leading = on_started_leading
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
-        self._rest = Rest(api_client)
+        # Bound every request by the renew deadline, as client-go's context does: a hung renew must not outlive it.
+        request_timeout = min(30.0, config.renew_deadline / 2)
+        self._rest = Rest(api_client, timeout=(min(10.0, request_timeout), request_timeout))
         self._stop = threading.Event()
         self._leading = threading.Event()
         self._thread: threading.Thread | None = None
@@ -146,6 +148,13 @@ class LeaderElector:
                 self.on_stopped_leading()
 
     def _try_acquire_or_renew(self) -> bool:
+        try:
+            return self._try_acquire_or_renew_once()
+        except Exception as exc:  # noqa: BLE001 - a network error is one failed attempt, not the end of the loop
+            self._log.warning("lease attempt failed", error=str(exc)[:300], error_type=type(exc).__name__)
+            return False
+
+    def _try_acquire_or_renew_once(self) -> bool:
         cfg = self.config
         with self._lock:
             now = datetime.now(timezone.utc)
@@ -199,8 +208,8 @@ class LeaderElector:
     def _write(self, lease: dict[str, Any]) -> bool:
         try:
             updated = self._rest.replace(LEASES, lease)  # carries metadata.resourceVersion: 409 if it moved
-        except ApiException as exc:
-            self._log.info("lease update failed", status=exc.status, kind=classify(exc).value)
+        except Exception as exc:  # noqa: BLE001 - 409 (lost the race) or a network error: this attempt failed
+            self._log.info("lease update failed", status=getattr(exc, "status", None), kind=classify(exc).value)
             return False
         self._remember(updated)
         return True
@@ -227,8 +236,8 @@ class LeaderElector:
         with self._lock:
             try:
                 lease = self._rest.get(LEASES, cfg.name, cfg.namespace)
-            except ApiException as exc:
-                self._log.warning("cannot read lease to release it", status=exc.status)
+            except Exception as exc:  # noqa: BLE001 - the lease then expires by itself
+                self._log.warning("cannot read lease to release it", error=str(exc)[:300])
                 return False
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") != cfg.identity:

@@ -108,12 +108,3 @@ def test_a_leader_that_cannot_renew_within_the_deadline_stops_leading(cluster, n
     assert not a.elector.is_leader()
     assert time.monotonic() - lost_by >= RENEW - RETRY * 1.2, "not before the renew deadline"
     assert lease_spec(cluster, namespace)["holderIdentity"] == "intruder"
-
-
-def test_config_rejects_unsafe_durations():
-    with pytest.raises(ValueError):
-        LeaderElectionConfig("ns", "l", "me", lease_duration=10, renew_deadline=10, retry_period=2)
-    with pytest.raises(ValueError):
-        LeaderElectionConfig("ns", "l", "me", lease_duration=10, renew_deadline=5, retry_period=5)
-    with pytest.raises(ValueError):
-        LeaderElectionConfig("ns", "l", "")

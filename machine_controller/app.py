@@ -160,7 +160,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     nodes.add_handler(enqueue_object(lq))
     machines.add_handler(enqueue_mapped(lq, lambda m: [] if m["metadata"].get("deletionTimestamp")
                                         else link.nodes_for_machine(m)))
-    manager.add_controller(Controller("nodelink", lq, link.reconcile, workers=2, registry=registry))
+    manager.add_controller(Controller("nodelink", lq, link.reconcile_quietly, workers=2, registry=registry))
 
     node_rec = OvirtNodeReconciler(rest, nodes.store, client, events)
     nq = queue("ovirt-node")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterable
 
 import structlog
+from kubernetes.client.exceptions import ApiException
 
 from api import keys
 from machine_controller.runtime.controller import Result
@@ -111,3 +112,13 @@ class NodeLinkReconciler:
             patch["spec"] = {"taints": taints + added}  # merge patch replaces the list: send the whole of it
         if patch:
             self._rest.merge_patch(NODES, meta["name"], patch)
+
+    def reconcile_quietly(self, key: str) -> Result | None:
+        # A Node changes every heartbeat; a patch guarded by an older resourceVersion then gets 409. That is
+        # routine, not an error: look again with the newer Node.
+        try:
+            return self.reconcile(key)
+        except ApiException as e:
+            if e.status == 409:
+                return Result(requeue=True)
+            raise

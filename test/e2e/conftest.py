@@ -144,3 +144,44 @@ def namespace(cluster: Cluster, request) -> Iterator[str]:
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
+
+
+# --- the oVirt side: a simulated engine, prepared like an OpenShift installation ------------------------------------
+
+INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)
+MACHINE_API_NS = "openshift-machine-api"
+
+
+@pytest.fixture(scope="session")
+def ovirt(cluster: Cluster, tmp_path_factory):
+    """A simulated oVirt engine (HTTPS, CA-verified) whose guests join `cluster` as Nodes, prepared with the
+    installer's tag and affinity group, and the `ovirt-credentials` secret pointing at it."""
+    from hack import ovirt_install
+    from hack.ovirtsim.testing import running_simulator
+
+    with running_simulator(tmp_path_factory.mktemp("ovirt"), kubeconfig=cluster.kubeconfig, tls=True) as sim:
+        conn = sim.connection()
+        try:
+            sim.installation = ovirt_install.prepare(conn, INFRA_ID)
+        finally:
+            conn.close()
+        cluster.ensure_namespace(MACHINE_API_NS)
+        secret = ovirt_install.credentials_secret(sim.url, sim.username, sim.password,
+                                                  ca_pem=Path(sim.ca_file).read_text())
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(secret))
+        yield sim
+
+
+@pytest.fixture
+def menv(cluster: Cluster, ovirt, namespace: str, tmp_path: Path):
+    """A namespace with the worker user-data secret, the CRDs, the simulated engine, and controller processes
+    started on demand (stopped, and the engine's faults cleared, afterwards)."""
+    from machines import MachineEnv
+
+    cluster.apply_crds()
+    env = MachineEnv(cluster, ovirt, namespace, tmp_path)
+    try:
+        yield env
+    finally:
+        env.stop_controllers()
+        ovirt.control.clear_faults()

@@ -1,0 +1,74 @@
+"""What the OpenShift installer sets up in oVirt for a cluster, and the credentials secret it leaves in the
+cluster: used by the demo and the end-to-end tests to prepare the simulator like a real installation.
+
+The installer creates an oVirt tag named after the infra ID (the actuator tags every VM with it) and the
+affinity groups the MachineSets name (`<infraID>-compute`, `<infraID>-controlplane`). The RHCOS template and
+the cluster are the simulator's seeded ones; `machineset_for` points a MachineSet's provider spec at them.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ovirtsdk4 as sdk
+import ovirtsdk4.types as types
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "config" / "samples"
+
+
+@dataclass(frozen=True)
+class Installation:
+    infra_id: str
+    cluster_id: str
+    template_name: str
+    affinity_groups: tuple[str, ...]
+
+
+def prepare(conn: sdk.Connection, infra_id: str, affinity_groups: tuple[str, ...] = ("compute",)) -> Installation:
+    """Create (idempotently) the infra-ID tag and affinity groups through the engine API, as the installer does."""
+    system = conn.system_service()
+    tags = system.tags_service()
+    if not any(t.name == infra_id for t in tags.list()):
+        tags.add(types.Tag(name=infra_id, description=f"OpenShift cluster {infra_id}"))
+    cluster = system.clusters_service().list()[0]
+    groups = system.clusters_service().cluster_service(cluster.id).affinity_groups_service()
+    names = tuple(f"{infra_id}-{g}" for g in affinity_groups)
+    existing = {g.name for g in groups.list()}
+    for name in names:
+        if name not in existing:
+            # Soft anti-affinity, as the installer's default `compute` group: spread workers over hosts.
+            groups.add(types.AffinityGroup(name=name, positive=False, enforcing=False,
+                                           vms_rule=types.AffinityRule(enabled=True, positive=False, enforcing=False)))
+    template = next(t for t in system.templates_service().list() if t.name != "Blank")
+    return Installation(infra_id, cluster.id, template.name, names)
+
+
+def credentials_secret(url: str, username: str, password: str, ca_pem: str = "", insecure: bool = False,
+                       namespace: str = "openshift-machine-api", name: str = "ovirt-credentials") -> dict[str, Any]:
+    """The secret the cloud-credential-operator writes, with OpenShift's six keys (reference 4.7)."""
+    values = {"ovirt_url": url, "ovirt_username": username, "ovirt_password": password, "ovirt_cafile": "",
+              "ovirt_insecure": "true" if insecure else "false", "ovirt_ca_bundle": ca_pem}
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in values.items()}}
+
+
+def sample(name: str) -> dict[str, Any]:
+    return yaml.safe_load((SAMPLES / name).read_text())
+
+
+def machineset_for(inst: Installation, namespace: str | None = None) -> dict[str, Any]:
+    """The installer-shaped sample MachineSet, pointed at this installation's cluster and template."""
+    ms = copy.deepcopy(sample("machineset.yaml"))
+    value = ms["spec"]["template"]["spec"]["providerSpec"]["value"]
+    value["cluster_id"] = inst.cluster_id
+    value["template_name"] = inst.template_name
+    if namespace:
+        ms["metadata"]["namespace"] = namespace
+    return ms

@@ -1,0 +1,64 @@
+"""A Machine becomes an oVirt VM of exactly the requested shape, reaches Running linked to its Node, and its
+deletion leaves no VM but keeps data disks (reference machine-api.md 3.1, 4.3-4.6)."""
+
+from __future__ import annotations
+
+import json
+
+import ovirtsdk4.types as types
+
+from machines import unique_name
+
+GIB = 1024 ** 3
+
+
+def test_installer_spec_machine_reaches_running_with_the_requested_vm(menv):
+    ctl = menv.controller()
+    name = menv.create_machine(unique_name())
+    m = menv.wait_phase(name, "Running", timeout=90)
+
+    vm_id = m["metadata"]["annotations"]["VmId"]
+    assert m["spec"]["providerID"] == f"ovirt://{vm_id}"
+    assert m["metadata"]["annotations"]["machine.openshift.io/instance-state"] == "up"
+    assert m["status"]["providerStatus"] == {"instanceId": vm_id, "instanceState": "up"}
+    addresses = m["status"]["addresses"]
+    assert addresses[0] == {"type": "InternalDNS", "address": name}
+    ips = [a["address"] for a in addresses if a["type"] == "InternalIP"]
+    assert ips and all(ip and not ip.startswith("fe80") and ip != "127.0.0.1" for ip in ips)
+    assert m["status"]["nodeRef"]["name"] == name
+    assert "machine.machine.openshift.io" in m["metadata"]["finalizers"]
+    conditions = {c["type"]: c["status"] for c in m["status"]["conditions"]}
+    assert conditions["InstanceExists"] == "True"
+
+    node = json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+    assert node["spec"]["providerID"] == m["spec"]["providerID"]  # byte-identical, for the autoscaler
+    assert node["metadata"]["annotations"]["machine.openshift.io/machine"] == f"{menv.namespace}/{name}"
+
+    # The engine's view of the VM: exactly what the installer's provider spec asked for.
+    [vm] = menv.vms_named(name)
+    assert vm["id"] == vm_id
+    conn = menv.sim.connection()
+    try:
+        svc = conn.system_service().vms_service().vm_service(vm_id)
+        full = svc.get()
+        assert (full.cpu.topology.sockets, full.cpu.topology.cores, full.cpu.topology.threads) == (1, 4, 1)
+        assert full.memory == 16348 * 1024 * 1024
+        assert full.type == types.VmType.SERVER
+        assert full.cluster.id == menv.inst.cluster_id
+        assert full.initialization.custom_script == menv.ignition
+        assert full.initialization.host_name == name
+        boot = [a for a in svc.disk_attachments_service().list() if a.bootable]
+        assert len(boot) == 1
+        assert conn.system_service().disks_service().disk_service(boot[0].disk.id).get().provisioned_size == 120 * GIB
+        assert [t.name for t in svc.tags_service().list()] == [menv.inst.infra_id]
+        group = next(g for g in conn.system_service().clusters_service().cluster_service(menv.inst.cluster_id)
+                     .affinity_groups_service().list() if g.name == f"{menv.inst.infra_id}-compute")
+        members = conn.system_service().clusters_service().cluster_service(menv.inst.cluster_id) \
+            .affinity_groups_service().group_service(group.id).vms_service().list()
+        assert vm_id in {v.id for v in members}
+    finally:
+        conn.close()
+
+    wide = menv.cluster.kubectl("-n", menv.namespace, "get", "machine", name, "-o", "wide").stdout
+    assert "Running" in wide and f"ovirt://{vm_id}" in wide and name in wide
+    assert ctl.proc.poll() is None

@@ -148,6 +148,7 @@ class EventRecorder:
                 if classify(exc) != ErrorKind.NOT_FOUND:
                     raise
                 # The Event expired (the API server keeps them an hour by default): start a new one.
+        stamp = _timestamp(now)
         body = {
             "apiVersion": "v1", "kind": "Event",
             # client-go names events `<object>.<hex nanoseconds>`: unique without a server round trip.
@@ -156,10 +157,10 @@ class EventRecorder:
             "type": type_, "reason": reason, "message": message,
             "source": {"component": self.component, "host": self.host},
             "reportingComponent": self.component, "reportingInstance": self.host,
-            "firstTimestamp": _timestamp(now), "lastTimestamp": _timestamp(now), "count": 1,
+            "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
         }
         created = self._rest.create(EVENTS, body, namespace)
-        self._seen[dedupe_key] = _Seen(created["metadata"]["name"], namespace, 1, body["firstTimestamp"])
+        self._seen[dedupe_key] = _Seen(created["metadata"]["name"], namespace, 1, stamp)
         while len(self._seen) > _CACHE_SIZE:
             self._seen.popitem(last=False)
 

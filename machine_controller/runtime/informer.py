@@ -16,6 +16,7 @@ queue. So the stream is read here directly (`kube.Rest.open_stream`) and every e
 
 from __future__ import annotations
 
+import builtins
 import json
 import random
 import threading
@@ -64,7 +65,7 @@ class Store:
         with self._lock:
             return list(self._items.values())
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         with self._lock:
             return list(self._items)
 
@@ -72,7 +73,7 @@ class Store:
         with self._lock:
             return len(self._items)
 
-    def by_index(self, index: str, value: str) -> list[Obj]:
+    def by_index(self, index: str, value: str) -> builtins.list[Obj]:
         """Objects whose index function yields `value`, e.g. `by_index("nodeName", "worker-0")`."""
         with self._lock:
             keys = self._indices[index].get(value, set())

@@ -96,7 +96,8 @@ def classify(exc: BaseException) -> ErrorKind:
 
 def _reason(exc: ApiException) -> str | None:
     try:
-        return json.loads(exc.body or "{}").get("reason")
+        reason = json.loads(exc.body or "{}").get("reason")
+        return str(reason) if reason is not None else None
     except (ValueError, AttributeError):
         return None
 

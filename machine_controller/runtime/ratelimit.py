@@ -42,7 +42,7 @@ class ItemExponentialBackoff:
         # Compare exponents rather than computing 2**exp blindly: a key failing for days must not overflow.
         if exp >= 64:
             return self.cap
-        return min(self.base * (2**exp), self.cap)
+        return min(self.base * float(2**exp), self.cap)
 
     def forget(self, key: str) -> None:
         with self._lock:

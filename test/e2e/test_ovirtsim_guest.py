@@ -1,0 +1,116 @@
+"""The simulated guest joins a real API server like an RHCOS node: Node named after the host name, InternalIP,
+Ready while up; NotReady when stopped, Unknown when crashed; an invalid Ignition payload never joins."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import kubernetes
+import pytest
+from kubernetes.utils import parse_quantity
+from ovirtsdk4 import types
+
+from hack.ovirtsim.testing import running_simulator
+
+IGNITION = json.dumps({"ignition": {"version": "3.2.0"}})
+
+
+def _wait(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def guest_env(cluster, tmp_path):
+    core = kubernetes.client.CoreV1Api(cluster.api_client())
+    created: list[str] = []
+    with running_simulator(tmp_path, kubeconfig=cluster.kubeconfig,
+                           timings={"node_heartbeat": 1.0, "node_unknown_after": 2.0}) as sim:
+        conn = sim.connection()
+        yield sim, conn, core, created
+        conn.close()
+    for name in created:
+        try:
+            core.delete_node(name)
+        except kubernetes.client.ApiException:
+            pass
+
+
+def _start_vm(conn, name: str, ignition: str | None) -> types.Vm:
+    vms = conn.system_service().vms_service()
+    vm = vms.add(types.Vm(name=name, cluster=types.Cluster(name="Default"), template=types.Template(name="rhcos"),
+                          memory=4 * 2**30, cpu=types.Cpu(topology=types.CpuTopology(cores=2, sockets=1, threads=1)),
+                          initialization=types.Initialization(custom_script=ignition, host_name=name)),
+                 clone=True)
+    svc = vms.vm_service(vm.id)
+    _wait(lambda: svc.get().status == types.VmStatus.DOWN)
+    svc.start()
+    _wait(lambda: svc.get().status == types.VmStatus.UP)
+    return vm
+
+
+def _node(core, name):
+    try:
+        return core.read_node(name)
+    except kubernetes.client.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def _ready(node) -> str | None:
+    for cond in node.status.conditions or []:
+        if cond.type == "Ready":
+            return cond.status
+    return None
+
+
+def test_guest_with_ignition_joins_and_follows_the_vm_lifecycle(guest_env):
+    sim, conn, core, created = guest_env
+    name = f"worker-{uuid.uuid4().hex[:6]}"
+    created.append(name)
+    vm = _start_vm(conn, name, IGNITION)
+    node = _wait(lambda: (lambda n: n if n is not None and _ready(n) == "True" else None)(_node(core, name)))
+
+    ips = {ip.address for d in conn.system_service().vms_service().vm_service(vm.id).reported_devices_service().list()
+           if d.name == "eth0" for ip in d.ips if ip.version == types.IpVersion.V4}
+    addresses = {(a.type, a.address) for a in node.status.addresses}
+    assert ("InternalIP", ips.pop()) in addresses and ("Hostname", name) in addresses
+    assert node.spec.provider_id is None  # the providerID controller's job, not the kubelet's
+    assert node.status.node_info.system_uuid == vm.id
+    assert parse_quantity(node.status.capacity["cpu"]) == 2
+    assert parse_quantity(node.status.capacity["memory"]) == 4 * 2**30
+
+    first_beat = next(c.last_heartbeat_time for c in node.status.conditions if c.type == "Ready")
+    _wait(lambda: next(c.last_heartbeat_time for c in _node(core, name).status.conditions
+                       if c.type == "Ready") > first_beat, timeout=10)
+
+    svc = conn.system_service().vms_service().vm_service(vm.id)
+    svc.shutdown()
+    _wait(lambda: _ready(_node(core, name)) == "False")
+    svc.start()
+    _wait(lambda: _ready(_node(core, name)) == "True")
+
+    sim.control.crash_vm(vm.id)
+    _wait(lambda: _ready(_node(core, name)) == "Unknown")
+
+
+def test_invalid_ignition_never_joins(guest_env):
+    sim, conn, core, created = guest_env
+    good, bad = f"good-{uuid.uuid4().hex[:6]}", f"bad-{uuid.uuid4().hex[:6]}"
+    created += [good, bad]
+    _start_vm(conn, bad, '{"ignition": {"version": "banana"}}')
+    _start_vm(conn, good, IGNITION)
+    _wait(lambda: _node(core, good) is not None)  # by now the bad guest had as long to join as the good one
+    time.sleep(1.0)
+    assert _node(core, bad) is None
+    bad_vm = next(v for v in sim.control.vms() if v["name"] == bad)
+    assert bad_vm["status"] == "up" and bad_vm["ips"] == [] and bad_vm["provisioned"] is False

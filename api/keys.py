@@ -48,11 +48,20 @@ LABEL_NODE_ROLE_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 ANNOTATION_AUTOSCALER_MIN_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-min-size"
 ANNOTATION_AUTOSCALER_MAX_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-max-size"
 ANNOTATION_MACHINE_AUTOSCALER = "autoscaling.openshift.io/machineautoscaler"
-# Scale-from-zero capacity hints; the oVirt provider never writes them (reference 2).
+# Scale-from-zero capacity hints. The Go oVirt provider never wrote them (reference 2); this project's MachineSet
+# controller does, from the template's provider spec (machine_controller/controllers/capacity.py).
 ANNOTATION_VCPU = "machine.openshift.io/vCPU"
 ANNOTATION_MEMORY_MB = "machine.openshift.io/memoryMb"
 ANNOTATION_GPU = "machine.openshift.io/GPU"
 ANNOTATION_MAX_PODS = "machine.openshift.io/maxPods"
+# The upstream spellings of the same hints (autoscaler-and-controlplane A5): cluster-autoscaler from
+# release-4.19 prefers them, older OpenShift forks read only the machine.openshift.io ones, so both are written.
+CAPACITY_PREFIX = "capacity.cluster-autoscaler.kubernetes.io/"
+ANNOTATION_CAPACITY_CPU = CAPACITY_PREFIX + "cpu"  # a quantity: whole vCPUs
+ANNOTATION_CAPACITY_MEMORY = CAPACITY_PREFIX + "memory"  # a quantity, e.g. "16384Mi"
+ANNOTATION_CAPACITY_MAX_PODS = CAPACITY_PREFIX + "maxPods"  # the autoscaler assumes 110 when absent
+ANNOTATION_CAPACITY_GPU_TYPE = CAPACITY_PREFIX + "gpu-type"
+ANNOTATION_CAPACITY_GPU_COUNT = CAPACITY_PREFIX + "gpu-count"
 
 # --- annotations on MachineHealthChecks and remediation objects -----------------------------------------
 ANNOTATION_REMEDIATION_STRATEGY = "machine.openshift.io/remediation-strategy"

@@ -1,0 +1,343 @@
+"""The MachineSet controller (reference machine-api.md 3.2): keeps `spec.replicas` Machines built from the template,
+deletes the ones the delete policy picks, adopts matching orphans, reports status for `kubectl get` and the scale
+subresource, and carries the autoscaler's scale-from-zero capacity annotations (autoscaler-and-controlplane A9).
+
+Differences from MAO, and why:
+- MAO polls up to 10 s per Machine inside the reconcile until the cache shows its creates and deletes; here the
+  writes are remembered as expectations (`expectations.py`) and the next reconcile, triggered by the Machine's
+  own watch event, goes on. No worker waits.
+- An invalid selector is reported as a Warning event *and* in `status.errorReason/errorMessage` (declared by
+  openshift/api, unused by MAO), and is not retried with backoff: only a change of the MachineSet can fix it, and
+  that change is itself an event.
+- Node events are watched too (MAO relies on nodelink rewriting nodeRef at every Ready flip), so readyReplicas
+  follows a Node's Ready condition even where nodelink is not running.
+The controller never talks to oVirt: Machines are created and deleted as API objects; the Machine controller
+does the rest.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable
+
+import structlog
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from api import keys
+from api.machine import Machine
+from api.machineset import MachineSet
+from api.meta import ConditionStatus, now as utc_now, parse_time
+from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, owner_keys
+from machine_controller.runtime.events import EventRecorder
+from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.kube import ErrorKind, Rest, classify
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.workqueue import WorkQueue
+
+from .capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
+from .delete_policy import machines_to_delete
+from .expectations import Expectations
+from .machineset_metrics import MachineSetCollector
+from .resources import MACHINES, MACHINESETS
+
+log = structlog.get_logger(__name__)
+
+# The field manager under which the capacity annotations are server-side applied: the API server then remembers
+# which annotations this controller wrote, so it can withdraw exactly those (see `_sync_capacity`).
+CAPACITY_FIELD_MANAGER = "ovirt-machine-controller-capacity"
+INVALID_CONFIGURATION = "InvalidConfiguration"
+CONFLICT_RETRY_S = 0.5
+
+
+class MachineSetReconciler:
+    def __init__(self, rest: Rest, machinesets: Store, machines: Store, nodes: Store, events: EventRecorder,
+                 expectations: Expectations | None = None, clock: Callable[[], dt.datetime] = utc_now):
+        self._rest = rest
+        self._machinesets = machinesets
+        self._machines = machines
+        self._nodes = nodes
+        self._events = events
+        self._expectations = expectations or Expectations()
+        self._clock = clock
+
+    # --- entry point ----------------------------------------------------------------------------------------
+    def reconcile(self, key: str) -> Result | None:
+        obj = self._machinesets.get(key)
+        if obj is None:
+            self._expectations.forget(key)
+            return None
+        ms = MachineSet.from_dict(obj)
+        if ms.metadata.deleting:
+            return None  # owned Machines go with the set: the garbage collector follows their ownerReferences
+        problems = ms.spec.selector_problems()
+        if problems:
+            message = "invalid selector: " + "; ".join(problems)
+            self._events.warning(obj, "ReconcileError", message)
+            self._write_status(obj, {"errorReason": INVALID_CONFIGURATION, "errorMessage": message,
+                                     "observedGeneration": ms.metadata.generation})
+            return None
+        self._sync_capacity(obj, ms)
+        self._check_autoscaler_bounds(obj)
+        machines = self._claim(obj, ms)
+        pending = self._expectations.pending(key, lambda name: self._machines.get(f"{ms.metadata.namespace}/{name}"))
+        if pending is None:
+            self._sync_replicas(obj, ms, machines)
+        status, recheck = self._status(ms, machines)
+        self._write_status(obj, status)
+        waits = [w for w in (pending, recheck) if w is not None]
+        return Result(requeue_after=min(waits)) if waits else None
+
+    # --- which Machines belong to the set ---------------------------------------------------------------------
+    def _claim(self, obj: dict, ms: MachineSet) -> list[Machine]:
+        """The Machines the set counts: controlled by it (by UID), not being deleted (so replacements are created
+        while old Machines drain), matching the selector. Matching orphans are adopted on the way."""
+        counted = []
+        for raw in self._machines.list():
+            machine = Machine.from_dict(raw)
+            if machine.metadata.namespace != ms.metadata.namespace or machine.metadata.deleting:
+                continue
+            if not ms.spec.selector.matches(machine.metadata.labels):
+                continue
+            ref = machine.metadata.controller_ref()
+            if ref is None:
+                if not self._adopt(obj, raw):
+                    continue
+            elif ref.uid != ms.metadata.uid:
+                continue
+            counted.append(machine)
+        return sorted(counted, key=lambda m: m.metadata.name)
+
+    def _adopt(self, obj: dict, machine: dict) -> bool:
+        meta = machine["metadata"]
+        refs = [*(meta.get("ownerReferences") or []), controller_reference(obj)]
+        # Guarded by resourceVersion: if someone else claimed it meanwhile, the patch fails and the Machine's
+        # update event brings us back to look again.
+        patch = {"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}}
+        try:
+            self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
+        except ApiException as e:
+            if classify(e) in (ErrorKind.CONFLICT, ErrorKind.NOT_FOUND):
+                return False
+            raise
+        self._events.normal(obj, "SuccessfulAdopt", f"Adopted machine {meta['name']}")
+        log.info("adopted machine", machine=meta["name"])
+        return True
+
+    # --- replicas -------------------------------------------------------------------------------------------
+    def _sync_replicas(self, obj: dict, ms: MachineSet, machines: list[Machine]) -> None:
+        if ms.spec.replicas is None:
+            raise ValueError("spec.replicas is unset")  # the CRD defaults it to 1, so only a broken object gets here
+        diff = ms.spec.replicas - len(machines)
+        if diff > 0:
+            for _ in range(diff):
+                self._create_machine(obj, ms)
+        elif diff < 0:
+            victims = machines_to_delete(machines, -diff, ms.spec.effective_delete_policy, self._clock())
+            for victim in victims:
+                self._delete_machine(obj, ms, victim.metadata.name)
+
+    def _create_machine(self, obj: dict, ms: MachineSet) -> None:
+        template = (obj.get("spec") or {}).get("template") or {}
+        tmeta = template.get("metadata") or {}
+        body = {
+            "apiVersion": keys.API_VERSION,
+            "kind": "Machine",
+            "metadata": {
+                "generateName": f"{ms.metadata.name}-",
+                "namespace": ms.metadata.namespace,
+                "labels": dict(tmeta.get("labels") or {}),
+                "annotations": dict(tmeta.get("annotations") or {}),
+                "ownerReferences": [controller_reference(obj)],
+            },
+            # The raw template spec, not a re-serialised dataclass: fields this project does not model survive.
+            "spec": template.get("spec") or {},
+        }
+        created = self._rest.create(MACHINES, body, ms.metadata.namespace)
+        name = created["metadata"]["name"]
+        self._expectations.expect_created(ms.key, name)
+        self._events.normal(obj, "SuccessfulCreate", f"Created machine {name}")
+        log.info("created machine", machine=name)
+
+    def _delete_machine(self, obj: dict, ms: MachineSet, name: str) -> None:
+        try:
+            self._rest.delete(MACHINES, name, ms.metadata.namespace)
+        except ApiException as e:
+            if classify(e) != ErrorKind.NOT_FOUND:
+                raise
+        self._expectations.expect_deleted(ms.key, name)
+        self._events.normal(obj, "SuccessfulDelete", f"Deleted machine {name}")
+        log.info("deleted machine", machine=name)
+
+    # --- status ---------------------------------------------------------------------------------------------
+    def _status(self, ms: MachineSet, machines: list[Machine]) -> tuple[dict[str, Any], float | None]:
+        """Status as MAO computes it (3.2 step 5), and when to look again for a Machine that is Ready but not yet
+        available for minReadySeconds (MAO requeues after minReadySeconds; this waits only as long as needed)."""
+        now = self._clock()
+        template_labels = ms.spec.template.metadata.labels
+        fully_labeled = ready = available = 0
+        recheck: float | None = None
+        for machine in machines:
+            if all(machine.metadata.labels.get(k) == v for k, v in template_labels.items()):
+                fully_labeled += 1
+            ready_since = self._node_ready_since(machine)
+            if ready_since is None:
+                continue
+            ready += 1
+            remaining = ms.spec.min_ready_seconds - (now - ready_since).total_seconds()
+            if remaining <= 0:
+                available += 1
+            else:
+                recheck = remaining if recheck is None else min(recheck, remaining)
+        status = {
+            "replicas": len(machines),
+            "fullyLabeledReplicas": fully_labeled,
+            "readyReplicas": ready,
+            "availableReplicas": available,
+            "labelSelector": ms.spec.selector.to_string(),
+            "observedGeneration": ms.metadata.generation,
+            "errorReason": None,
+            "errorMessage": None,
+        }
+        return status, recheck
+
+    def _node_ready_since(self, machine: Machine) -> dt.datetime | None:
+        """When the Machine's Node became Ready, or None if it has no Node or the Node is not Ready."""
+        if machine.status.node_ref is None or not machine.status.node_ref.name:
+            return None
+        node = self._nodes.get(machine.status.node_ref.name)
+        if node is None:
+            return None
+        for condition in (node.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "Ready" and condition.get("status") == ConditionStatus.TRUE:
+                since = condition.get("lastTransitionTime")
+                return parse_time(since) if since else self._clock()
+        return None
+
+    def _write_status(self, obj: dict, status: dict[str, Any]) -> None:
+        old = obj.get("status") or {}
+        changed = {k: v for k, v in status.items() if old.get(k) != v and not (v is None and k not in old)}
+        if not changed:
+            return
+        meta = obj["metadata"]
+        try:
+            self._rest.merge_patch(MACHINESETS, meta["name"], {"status": changed}, meta["namespace"],
+                                   subresource="status")
+        except ApiException as e:
+            if classify(e) != ErrorKind.NOT_FOUND:  # deleted meanwhile: nothing to report on
+                raise
+
+    # --- autoscaler-facing annotations ------------------------------------------------------------------------
+    def _sync_capacity(self, obj: dict, ms: MachineSet) -> None:
+        """Keep the scale-from-zero annotations equal to what the template's provider spec says.
+
+        They are written with server-side apply under their own field manager: the API server records which
+        annotation keys this controller owns. When the capacity becomes unknown (the template moved to an oVirt
+        instance type), applying an empty set removes exactly those keys, while values a user set by hand, which
+        this controller never wrote, stay."""
+        capacity = capacity_from_provider_spec(ms.spec.template.spec.provider_spec.value)
+        current = ms.metadata.annotations
+        if capacity.unknown is not None:
+            if ms.metadata.generation != (obj.get("status") or {}).get("observedGeneration"):
+                self._events.warning(obj, "CapacityUnknown", f"no scale-from-zero capacity: {capacity.unknown}")
+            if not _owned_annotations(obj, CAPACITY_FIELD_MANAGER):
+                return
+        elif all(current.get(k) == v for k, v in capacity.annotations.items()):
+            return
+        meta = obj["metadata"]
+        body = {"apiVersion": keys.API_VERSION, "kind": "MachineSet",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                             "annotations": capacity.annotations}}
+        self._rest.request("PATCH", MACHINESETS.path(meta["namespace"], meta["name"]),
+                           {"fieldManager": CAPACITY_FIELD_MANAGER, "force": "true"}, body,
+                           content_type="application/apply-patch+yaml")
+        log.info("capacity annotations updated", annotations=capacity.annotations or None)
+
+    def _check_autoscaler_bounds(self, obj: dict) -> None:
+        """The min/max annotations belong to the autoscaler (via MachineAutoscaler): it refuses to scale outside
+        them and skips a group whose bounds do not parse (autoscaler-and-controlplane A1, A2). The controller
+        does not clamp `spec.replicas` to them, as MAO does not: a manual `kubectl scale` stays possible. It only
+        says, with a Warning, why the autoscaler will ignore the set."""
+        problem = autoscaler_bounds_problem((obj["metadata"].get("annotations") or {}))
+        if problem:
+            self._events.warning(obj, "InvalidAutoscalerBounds", problem)
+
+    # --- event mapping --------------------------------------------------------------------------------------
+    def machinesets_for_machine(self, machine: dict) -> list[str]:
+        """The set that controls a Machine; for an orphan, every set whose selector matches it (adoption)."""
+        meta = machine.get("metadata") or {}
+        if any(r.get("controller") for r in meta.get("ownerReferences") or []):
+            return owner_keys(machine, "MachineSet", keys.GROUP)
+        labels = meta.get("labels") or {}
+        found = []
+        for raw in self._machinesets.list():
+            if raw["metadata"].get("namespace") != meta.get("namespace"):
+                continue
+            ms = MachineSet.from_dict(raw)
+            if not ms.spec.selector_problems() and ms.spec.selector.matches(labels):
+                found.append(ms.key)
+        return found
+
+    def machinesets_for_node(self, node: dict) -> list[str]:
+        """Node Ready flips change readyReplicas: the sets of the Machines whose nodeRef names this Node."""
+        name = node["metadata"]["name"]
+        found: set[str] = set()
+        for machine in self._machines.list():
+            if ((machine.get("status") or {}).get("nodeRef") or {}).get("name") == name:
+                found.update(self.machinesets_for_machine(machine))
+        return sorted(found)
+
+
+def controller_reference(machineset: dict) -> dict[str, Any]:
+    """The ownerReference a MachineSet puts on its Machines: controller, and blocking its foreground deletion."""
+    meta = machineset["metadata"]
+    return {"apiVersion": keys.API_VERSION, "kind": "MachineSet", "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def autoscaler_bounds_problem(annotations: dict[str, str]) -> str | None:
+    """Why cluster-autoscaler would refuse this set's min/max annotations (A1 `parseScalingBounds`), or None.
+    An absent annotation means 0 to the autoscaler and is not a problem."""
+    bounds = {}
+    for name, key in (("min", keys.ANNOTATION_AUTOSCALER_MIN_SIZE), ("max", keys.ANNOTATION_AUTOSCALER_MAX_SIZE)):
+        raw = annotations.get(key)
+        if raw is None:
+            continue
+        try:
+            bounds[name] = int(raw)
+        except ValueError:
+            return f"annotation {key}: {raw!r} is not an integer"
+        if bounds[name] < 0:
+            return f"annotation {key}: {raw} is negative"
+    if "min" in bounds and "max" in bounds and bounds["max"] < bounds["min"]:
+        return f"autoscaler max size {bounds['max']} is below min size {bounds['min']}"
+    return None
+
+
+def _owned_annotations(obj: dict, manager: str) -> bool:
+    """Whether `manager` owns any annotation of the object according to its managedFields."""
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") != manager:
+            continue
+        fields = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
+        if any(f"f:{k}" in fields for k in CAPACITY_ANNOTATIONS):
+            return True
+    return False
+
+
+def add_machineset_controller(manager: Manager, api: ApiClient, rest: Rest, machines: Informer, nodes: Informer,
+                              events: EventRecorder, queue: WorkQueue, namespace: str | None,
+                              resync_s: float | None, workers: int = 2) -> MachineSetReconciler:
+    """Wire the MachineSet controller into a Manager: its own MachineSet informer, plus the Machine and Node
+    informers the process already has (events from both are mapped to MachineSet keys)."""
+    machinesets = manager.add_informer(Informer(api, MACHINESETS, namespace=namespace, resync_period=resync_s))
+    reconciler = MachineSetReconciler(rest, machinesets.store, machines.store, nodes.store, events)
+    machinesets.add_handler(enqueue_object(queue))
+    machines.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_machine))
+    nodes.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_node))
+    if manager.registry is not None:
+        # The process's Machine collector already yields mapi_mao_collector_up (see machineset_metrics.py).
+        manager.registry.register(MachineSetCollector(machinesets.store.list, report_up=False))
+    manager.add_controller(Controller("machineset", queue, reconciler.reconcile, workers=workers,
+                                      registry=manager.registry))
+    return reconciler

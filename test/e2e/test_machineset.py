@@ -1,0 +1,373 @@
+"""The MachineSet controller against a real API server (reference 3.2, autoscaler-and-controlplane A9).
+
+The reconciler runs in-process with its informers, without the Machine controller and without oVirt: Machines
+never get a VM or a finalizer here. Readiness is simulated the way a kubelet and nodelink would leave it: Node
+objects with a Ready condition, and `status.nodeRef` patched onto Machines.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+import yaml
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, generate_latest
+
+from api import keys
+from api.meta import format_time, now
+from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.resources import MACHINES, NODES
+from machine_controller.runtime.events import EventRecorder
+from machine_controller.runtime.informer import Informer
+from machine_controller.runtime.kube import ErrorKind, Rest, classify
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.ratelimit import controller_rate_limiter
+from machine_controller.runtime.workqueue import WorkQueue
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = yaml.safe_load((REPO / "config" / "samples" / "machineset.yaml").read_text())
+CONVERGE_S = 60.0
+
+
+def wait_for(what: str, probe: Callable[[], Any], timeout: float = CONVERGE_S) -> Any:
+    """Poll until `probe()` is truthy and return it; fail naming `what` and the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}; last value: {value!r}"
+        time.sleep(0.1)
+
+
+class Harness:
+    """The controller under test plus the user's view of the cluster (kubectl)."""
+
+    def __init__(self, cluster, namespace: str, rest: Rest, events: EventRecorder, registry: CollectorRegistry):
+        self.cluster = cluster
+        self.ns = namespace
+        self.rest = rest
+        self.events = events
+        self.registry = registry
+        self.created_nodes: list[str] = []
+
+    def kubectl(self, *args: str, **kw) -> str:
+        return self.cluster.kubectl(*args, "-n", self.ns, **kw).stdout
+
+    def get(self, kind: str, name: str, *extra: str) -> dict:
+        return json.loads(self.kubectl("get", kind, name, "-o", "json", *extra))
+
+    def apply(self, doc: dict) -> None:
+        self.cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
+
+    def machines(self, include_deleting: bool = False) -> list[dict]:
+        items = json.loads(self.kubectl("get", "machines", "-o", "json"))["items"]
+        if not include_deleting:
+            items = [m for m in items if not m["metadata"].get("deletionTimestamp")]
+        return sorted(items, key=lambda m: m["metadata"]["creationTimestamp"] + m["metadata"]["name"])
+
+    def names(self) -> list[str]:
+        return [m["metadata"]["name"] for m in self.machines()]
+
+    def scale(self, name: str, replicas: int) -> None:
+        self.kubectl("scale", "machineset", name, f"--replicas={replicas}")
+
+    def converged(self, name: str, replicas: int) -> list[dict]:
+        """Wait until exactly `replicas` Machines exist and the status says so for the current generation."""
+        def done():
+            ms = self.get("machineset", name)
+            status = ms.get("status") or {}
+            machines = self.machines()
+            ok = (len(machines) == replicas and status.get("replicas", 0) == replicas
+                  and status.get("observedGeneration") == ms["metadata"]["generation"])
+            return (machines,) if ok else None
+        (machines,) = wait_for(f"{name} at {replicas} replicas", done)
+        return machines
+
+    def events_for(self, name: str, reason: str) -> list[dict]:
+        self.events.flush()
+        items = json.loads(self.kubectl("get", "events", "-o", "json"))["items"]
+        return [e for e in items if e["involvedObject"]["name"] == name and e["reason"] == reason]
+
+    def patch_machine_status(self, name: str, status: dict) -> None:
+        self.rest.merge_patch(MACHINES, name, {"status": status}, self.ns, subresource="status")
+
+    def node(self, name: str, ready: str, since: str) -> None:
+        """A Node as a kubelet would report it: created, then its Ready condition written through /status."""
+        try:
+            self.rest.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+            self.created_nodes.append(name)
+        except ApiException as e:
+            if classify(e) != ErrorKind.ALREADY_EXISTS:  # it exists from an earlier step of the test
+                raise
+        condition = {"type": "Ready", "status": ready, "reason": "E2E", "message": "set by the test",
+                     "lastHeartbeatTime": format_time(now()), "lastTransitionTime": since}
+        self.rest.request("PATCH", NODES.path(name=name, subresource="status"),
+                          body={"status": {"conditions": [condition]}},
+                          content_type="application/strategic-merge-patch+json")
+
+
+@pytest.fixture
+def harness(cluster, namespace) -> Iterator[Harness]:
+    cluster.apply_crds()
+    api = cluster.api_client()
+    rest = Rest(api)
+    registry = CollectorRegistry()
+    manager = Manager(api, registry=registry, health_address=None, metrics_address=None, shutdown_timeout=10)
+    machines = manager.add_informer(Informer(api, MACHINES, namespace=namespace))
+    nodes = manager.add_informer(Informer(api, NODES))
+    events = EventRecorder(api, "machineset-e2e")
+    queue = WorkQueue("machineset", controller_rate_limiter(base=0.05, cap=2.0), registry=registry)
+    add_machineset_controller(manager, api, rest, machines, nodes, events, queue, namespace, resync_s=None)
+    manager.start()
+    h = Harness(cluster, namespace, rest, events, registry)
+    try:
+        yield h
+    finally:
+        manager.shutdown()
+        events.close()
+        for node in h.created_nodes:
+            cluster.kubectl("delete", "node", node, "--wait=false", check=False)
+
+
+def machineset(namespace: str, name: str = "worker", replicas: int = 0, **spec: Any) -> dict:
+    doc = copy.deepcopy(SAMPLE)
+    doc["metadata"].update(name=name, namespace=namespace)
+    doc["spec"]["replicas"] = replicas
+    doc["spec"]["selector"]["matchLabels"][keys.LABEL_MACHINESET] = name
+    doc["spec"]["template"]["metadata"]["labels"][keys.LABEL_MACHINESET] = name
+    doc["spec"]["template"]["metadata"]["annotations"] = {"e2e.example.com/from-template": "yes"}
+    doc["spec"].update(spec)
+    return doc
+
+
+# --- scaling ---------------------------------------------------------------------------------------------------
+
+
+def test_kubectl_scale_up_down_and_to_zero_converges(harness):
+    harness.apply(machineset(harness.ns))
+    ms = harness.get("machineset", "worker")
+
+    harness.scale("worker", 3)
+    machines = harness.converged("worker", 3)
+    for m in machines:
+        meta = m["metadata"]
+        assert meta["generateName"] == "worker-" and meta["name"].startswith("worker-")
+        assert meta["labels"] == SAMPLE["spec"]["template"]["metadata"]["labels"] | {keys.LABEL_MACHINESET: "worker"}
+        assert meta["annotations"] == {"e2e.example.com/from-template": "yes"}
+        assert meta["ownerReferences"] == [{
+            "apiVersion": keys.API_VERSION, "kind": "MachineSet", "name": "worker", "uid": ms["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}]
+        assert m["spec"] == ms["spec"]["template"]["spec"]  # verbatim, provider spec included
+    # The burst of three creates was not doubled before the informer saw it.
+    assert len(harness.events_for("worker", "SuccessfulCreate")) == 3
+
+    status = harness.get("machineset", "worker")["status"]
+    assert (status["replicas"], status["fullyLabeledReplicas"]) == (3, 3)
+    assert status["labelSelector"] == (
+        f"{keys.LABEL_CLUSTER}=ocp-demo-x7k2p,{keys.LABEL_MACHINESET}=worker")
+    scale = harness.get("machineset", "worker", "--subresource=scale")
+    assert scale["status"] == {"replicas": 3, "selector": status["labelSelector"]}
+    metrics = generate_latest(harness.registry).decode()
+    assert f'mapi_machine_set_status_replicas{{name="worker",namespace="{harness.ns}"}} 3.0' in metrics
+    assert "mapi_machineset_items 1.0" in metrics
+
+    harness.scale("worker", 1)
+    assert len(harness.converged("worker", 1)) == 1
+    harness.scale("worker", 0)
+    harness.converged("worker", 0)
+    assert harness.get("machineset", "worker")["status"]["replicas"] == 0
+
+
+def _grow_one_at_a_time(harness: Harness, name: str, count: int) -> list[str]:
+    """Scale up by one per step, a second apart, so creationTimestamps (whole seconds) order the Machines."""
+    for n in range(1, count + 1):
+        if n > 1:
+            time.sleep(1.1)
+        harness.scale(name, n)
+        harness.converged(name, n)
+    names = harness.names()
+    assert len(names) == count
+    return names  # oldest first
+
+
+def test_scale_down_removes_the_annotated_machine_then_the_oldest_then_the_newest(harness):
+    harness.apply(machineset(harness.ns, deletePolicy="Oldest"))
+    m1, m2, m3, m4 = _grow_one_at_a_time(harness, "worker", 4)
+
+    harness.kubectl("annotate", "machine", m3, f"{keys.ANNOTATION_DELETE_MACHINE}=2026-05-01 12:00:00 +0000 UTC")
+    harness.scale("worker", 3)
+    assert [m["metadata"]["name"] for m in harness.converged("worker", 3)] == [m1, m2, m4]
+
+    harness.scale("worker", 2)
+    assert [m["metadata"]["name"] for m in harness.converged("worker", 2)] == [m2, m4]
+
+    harness.kubectl("patch", "machineset", "worker", "--type=merge", "-p", '{"spec":{"deletePolicy":"Newest"}}')
+    harness.scale("worker", 1)
+    assert [m["metadata"]["name"] for m in harness.converged("worker", 1)] == [m2]
+
+
+def test_scale_down_prefers_errored_then_nodeless_machines_under_random(harness):
+    harness.apply(machineset(harness.ns, replicas=3))
+    healthy, errored, nodeless = (m["metadata"]["name"] for m in harness.converged("worker", 3))
+    harness.patch_machine_status(healthy, {"nodeRef": {"kind": "Node", "name": f"{harness.ns}-a"}})
+    harness.patch_machine_status(errored, {"nodeRef": {"kind": "Node", "name": f"{harness.ns}-b"},
+                                           "errorReason": "CreateError", "errorMessage": "boom"})
+
+    harness.scale("worker", 2)
+    assert sorted(m["metadata"]["name"] for m in harness.converged("worker", 2)) == sorted([healthy, nodeless])
+    harness.scale("worker", 1)
+    assert [m["metadata"]["name"] for m in harness.converged("worker", 1)] == [healthy]
+
+
+def test_deleted_machine_is_replaced_even_while_it_drains(harness):
+    harness.apply(machineset(harness.ns, replicas=2))
+    first = harness.names()
+    assert len(harness.converged("worker", 2)) == 2
+
+    # A finalizer stands in for the Machine controller draining the node: the old Machine lingers as deleting.
+    victim = first[0]
+    harness.kubectl("patch", "machine", victim, "--type=merge", "-p", '{"metadata":{"finalizers":["e2e/hold"]}}')
+    harness.kubectl("delete", "machine", victim, "--wait=false")
+    replaced = harness.converged("worker", 2)
+    names = {m["metadata"]["name"] for m in replaced}
+    assert victim not in names and first[1] in names
+    lingering = [m for m in harness.machines(include_deleting=True) if m["metadata"]["name"] == victim]
+    assert lingering and lingering[0]["metadata"]["deletionTimestamp"]
+
+    harness.kubectl("patch", "machine", victim, "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    wait_for("drained machine gone", lambda: victim not in {
+        m["metadata"]["name"] for m in harness.machines(include_deleting=True)})
+    assert len(harness.converged("worker", 2)) == 2
+
+
+def test_matching_orphans_are_adopted_and_others_left_alone(harness):
+    spec = machineset(harness.ns)["spec"]
+    template = spec["template"]
+
+    def machine(name: str, labels: dict, owner: dict | None = None) -> dict:
+        meta: dict = {"name": name, "namespace": harness.ns, "labels": labels}
+        if owner:
+            meta["ownerReferences"] = [owner]
+        return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": meta, "spec": template["spec"]}
+
+    harness.apply(machine("orphan", dict(template["metadata"]["labels"])))
+    harness.apply(machine("stranger", {keys.LABEL_MACHINESET: "other"}))
+    foreign_owner = {"apiVersion": keys.API_VERSION, "kind": "MachineSet", "name": "someone-else",
+                     "uid": "00000000-0000-0000-0000-000000000001", "controller": True}
+    harness.apply(machine("owned-elsewhere", dict(template["metadata"]["labels"]), foreign_owner))
+
+    harness.apply(machineset(harness.ns, replicas=1))
+    uid = harness.get("machineset", "worker")["metadata"]["uid"]
+    wait_for("orphan adopted", lambda: (harness.get("machine", "orphan")["metadata"].get("ownerReferences")
+                                        or [{}])[0].get("uid") == uid)
+    wait_for("status counts the adopted machine",
+             lambda: (harness.get("machineset", "worker").get("status") or {}).get("replicas") == 1)
+    assert sorted(harness.names()) == ["orphan", "owned-elsewhere", "stranger"]  # nothing created
+    assert "ownerReferences" not in harness.get("machine", "stranger")["metadata"]
+    assert harness.get("machine", "owned-elsewhere")["metadata"]["ownerReferences"] == [foreign_owner]
+    assert harness.events_for("worker", "SuccessfulAdopt")
+
+
+def test_deleting_the_machineset_removes_every_machine(harness):
+    harness.apply(machineset(harness.ns, replicas=3))
+    assert len(harness.converged("worker", 3)) == 3
+    harness.kubectl("delete", "machineset", "worker", "--wait=false")
+    wait_for("garbage collector to delete the machines", lambda: harness.machines(include_deleting=True) == [])
+
+
+# --- status ----------------------------------------------------------------------------------------------------
+
+
+def test_ready_and_available_replicas_follow_nodes_and_min_ready_seconds(harness):
+    harness.apply(machineset(harness.ns, replicas=3, minReadySeconds=3600))
+    long_ready, just_ready, _nodeless = (m["metadata"]["name"] for m in harness.converged("worker", 3))
+    a_day_ago = format_time(now() - dt.timedelta(days=1))
+    for machine, ready_since in ((long_ready, a_day_ago), (just_ready, format_time(now()))):
+        node = f"{harness.ns}-{machine}"[:63]
+        harness.node(node, "True", ready_since)
+        harness.patch_machine_status(machine, {"nodeRef": {"kind": "Node", "name": node}})
+
+    def counts():
+        status = harness.get("machineset", "worker").get("status") or {}
+        return status.get("replicas"), status.get("readyReplicas"), status.get("availableReplicas")
+
+    # Ready for a day counts as available; Ready just now does not, with minReadySeconds an hour.
+    wait_for("ready 2, available 1", lambda: counts() == (3, 2, 1))
+    harness.node(f"{harness.ns}-{long_ready}"[:63], "False", format_time(now()))
+    wait_for("the NotReady node's machine no longer ready", lambda: counts() == (3, 1, 0))
+
+
+# --- autoscaler-facing annotations -----------------------------------------------------------------------------
+
+
+def _annotations(harness: Harness) -> dict:
+    return harness.get("machineset", "worker")["metadata"].get("annotations") or {}
+
+
+def test_capacity_annotations_follow_the_template(harness):
+    harness.apply(machineset(harness.ns))
+    wait_for("capacity annotations", lambda: _annotations(harness).get(keys.ANNOTATION_VCPU) == "4")
+    got = _annotations(harness)
+    assert got[keys.ANNOTATION_MEMORY_MB] == "16348" and got[keys.ANNOTATION_MAX_PODS] == "250"
+    assert got[keys.ANNOTATION_CAPACITY_CPU] == "4" and got[keys.ANNOTATION_CAPACITY_MEMORY] == "16348Mi"
+
+    value = '{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":{"sockets":2,"cores":4,"threads":1},' \
+            '"memory_mb":32768}}}}}}'
+    harness.kubectl("patch", "machineset", "worker", "--type=merge", "-p", value)
+    wait_for("capacity follows the template", lambda: _annotations(harness).get(keys.ANNOTATION_VCPU) == "8")
+    got = _annotations(harness)
+    assert got[keys.ANNOTATION_CAPACITY_MEMORY] == "32768Mi" and got[keys.ANNOTATION_MEMORY_MB] == "32768"
+
+    # An oVirt instance type: the size is unknown without the engine, so the computed values are withdrawn...
+    to_instance_type = '{"spec":{"template":{"spec":{"providerSpec":{"value":{"cpu":null,"memory_mb":null,' \
+                       '"instance_type_id":"00000003-0003-0003-0003-0000000000be"}}}}}}'
+    harness.kubectl("patch", "machineset", "worker", "--type=merge", "-p", to_instance_type)
+    wait_for("computed capacity withdrawn", lambda: not any(
+        k.startswith(keys.CAPACITY_PREFIX) or k in (keys.ANNOTATION_VCPU, keys.ANNOTATION_MEMORY_MB)
+        for k in _annotations(harness)))
+    wait_for("a Warning saying why", lambda: harness.events_for("worker", "CapacityUnknown"))
+    assert harness.events_for("worker", "CapacityUnknown")[0]["type"] == "Warning"
+
+    # ...and values a user sets by hand for it are left alone.
+    harness.kubectl("annotate", "machineset", "worker", f"{keys.ANNOTATION_CAPACITY_CPU}=16",
+                    f"{keys.ANNOTATION_CAPACITY_MEMORY}=64Gi")
+    harness.scale("worker", 1)
+    harness.converged("worker", 1)
+    got = _annotations(harness)
+    assert (got[keys.ANNOTATION_CAPACITY_CPU], got[keys.ANNOTATION_CAPACITY_MEMORY]) == ("16", "64Gi")
+
+
+def test_invalid_autoscaler_bounds_are_reported(harness):
+    harness.apply(machineset(harness.ns))
+    harness.kubectl("annotate", "machineset", "worker", f"{keys.ANNOTATION_AUTOSCALER_MIN_SIZE}=3",
+                    f"{keys.ANNOTATION_AUTOSCALER_MAX_SIZE}=1")
+    events = wait_for("InvalidAutoscalerBounds event", lambda: harness.events_for("worker", "InvalidAutoscalerBounds"))
+    assert events[0]["type"] == "Warning" and "below min size" in events[0]["message"]
+
+
+# --- validation ------------------------------------------------------------------------------------------------
+
+
+def test_selector_not_matching_the_template_yields_a_warning_and_no_machines(harness):
+    doc = machineset(harness.ns, replicas=2)
+    doc["spec"]["selector"]["matchLabels"][keys.LABEL_MACHINESET] = "not-the-template"
+    harness.apply(doc)
+    status = wait_for("errorReason on the status",
+                      lambda: (harness.get("machineset", "worker").get("status") or {}).get("errorReason"))
+    assert status == "InvalidConfiguration"
+    events = wait_for("ReconcileError event", lambda: harness.events_for("worker", "ReconcileError"))
+    assert events[0]["type"] == "Warning" and "does not match template" in events[0]["message"]
+    assert harness.machines(include_deleting=True) == []
+
+    # Fixing the selector is enough: the set recovers and the error goes away.
+    harness.kubectl("patch", "machineset", "worker", "--type=merge", "-p",
+                    json.dumps({"spec": {"selector": {"matchLabels": {keys.LABEL_MACHINESET: "worker"}}}}))
+    harness.converged("worker", 2)
+    assert "errorReason" not in harness.get("machineset", "worker")["status"]

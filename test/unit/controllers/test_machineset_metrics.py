@@ -1,0 +1,52 @@
+"""MAO's MachineSet metric names and labels (reference 3.5), computed from the cache at scrape time."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.openmetrics.exposition import generate_latest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from machine_controller.controllers.machine_metrics import MachineMetrics
+from machine_controller.controllers.machineset_metrics import MachineSetCollector
+
+MS = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+      "metadata": {"name": "worker", "namespace": "openshift-machine-api", "creationTimestamp": "2026-01-02T03:04:05Z"},
+      "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 1}}
+
+
+def scrape(registry: CollectorRegistry) -> dict[tuple[str, tuple], float]:
+    text = generate_latest(registry).decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_machineset_gauges_carry_maos_names_and_labels():
+    registry = CollectorRegistry()
+    registry.register(MachineSetCollector(lambda: [MS]))
+    got = scrape(registry)
+    ident = (("name", "worker"), ("namespace", "openshift-machine-api"))
+    assert got[("mapi_machineset_items", ())] == 1
+    assert got[("mapi_machineset_created_timestamp_seconds",
+                tuple(sorted((*ident, ("api_version", "machine.openshift.io/v1beta1")))))] == 1767323045
+    assert got[("mapi_machine_set_status_replicas", ident)] == 3
+    assert got[("mapi_machine_set_status_replicas_ready", ident)] == 2
+    assert got[("mapi_machine_set_status_replicas_available", ident)] == 1
+    assert got[("mapi_mao_collector_up", (("kind", "mapi_machineset_items"),))] == 1
+
+
+def test_a_failing_cache_read_reports_collector_down_instead_of_failing_the_scrape():
+    def broken():
+        raise RuntimeError("cache gone")
+
+    registry = CollectorRegistry()
+    registry.register(MachineSetCollector(broken))
+    assert scrape(registry) == {("mapi_mao_collector_up", (("kind", "mapi_machineset_items"),)): 0}
+
+
+def test_beside_the_machine_collector_the_scrape_stays_parseable():
+    registry = CollectorRegistry()
+    MachineMetrics(registry, lambda: [])
+    registry.register(MachineSetCollector(lambda: [MS], report_up=False))
+    got = scrape(registry)  # an OpenMetrics parser refuses a family yielded twice
+    assert got[("mapi_machineset_items", ())] == 1
+    assert got[("mapi_mao_collector_up", (("kind", "mapi_machine_items"),))] == 1

@@ -180,6 +180,7 @@ class Engine:
             return resp
         if r is None:
             status = 405 if ROUTES.template_for(method, rel) else 404
+            log.info("no route for %s %s: %d", method, rel, status)
             return ApiResponse(status, b"")
         action: types.Action | None = None
         try:

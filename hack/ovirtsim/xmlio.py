@@ -22,7 +22,8 @@ XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 # Sub-collections the simulator serves, by entity type: these become `<link rel>` elements. Rel names are the
 # lower-case path segments of the model (ref ovirt-api 4, `VmReader._process_link`).
 SUBCOLLECTIONS: dict[type, tuple[str, ...]] = {
-    types.Vm: ("diskattachments", "graphicsconsoles", "nics", "reporteddevices", "tags"),
+    types.Vm: ("cdroms", "diskattachments", "graphicsconsoles", "nics", "numanodes", "permissions", "reporteddevices",
+               "snapshots", "tags", "watchdogs"),
     types.Template: ("diskattachments", "graphicsconsoles", "nics"),
     types.Cluster: ("affinitygroups",),
     types.Nic: ("reporteddevices",),

@@ -105,7 +105,9 @@ def present_host(store: Store, host: types.Host) -> types.Host:
 @route("GET", "/hosts")
 def list_hosts(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
-    fields = dict(_named(store), cluster=lambda h: _cluster_name(store, h), address=lambda h: h.address)
+    fields = dict(_named(store), cluster=lambda h: _cluster_name(store, h), address=lambda h: h.address,
+                  datacenter=lambda h: _dc_name(store, [c.data_center for c in [store.clusters.get(h.cluster.id)]
+                                                        if c and c.data_center]))
     hosts = [present_host(store, h) for h in store.hosts.all()]
     return listing(engine, req, hosts, "hosts", fields)
 
@@ -188,8 +190,17 @@ def _template_follow(store: Store) -> Callable[[Any, list[str]], Any]:
 @route("GET", "/templates")
 def list_templates(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
-    fields = dict(_named(store), cluster=lambda t: _cluster_name(store, t))
+    fields = dict(_named(store), cluster=lambda t: _cluster_name(store, t),
+                  datacenter=lambda t: _template_dcs(store, t))
     return listing(engine, req, store.templates.all(), "templates", fields, follow=_template_follow(store))
+
+
+def _template_dcs(store: Store, template: types.Template) -> list[str]:
+    """A template belongs to its cluster's data center; Blank belongs to every data center."""
+    cluster = store.clusters.get(template.cluster.id) if template.cluster else None
+    if cluster is None:
+        return [dc.name for dc in store.data_centers.all()]
+    return _dc_name(store, [cluster.data_center] if cluster.data_center else [])
 
 
 @route("GET", "/templates/{template}")

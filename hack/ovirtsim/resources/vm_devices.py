@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import TYPE_CHECKING
 
 from ovirtsdk4 import types
@@ -291,3 +292,42 @@ def remove_console(engine: "Engine", req: ApiRequest) -> ApiResponse:
     check(VmAction.EDIT, vm.status)
     engine.store.vm_consoles.remove(req.params["console"], vm.id)
     return removed()
+
+
+# -- device lists the simulator does not model: what a fresh engine VM has ----------------------------------
+# Clients (ansible's ovirt_vm) list these while reconciling a VM; an unknown sub-collection would be a 404.
+_EMPTY_LISTS = {"numanodes": "vm_numa_nodes", "watchdogs": "watchdogs", "hostdevices": "host_devices",
+                "permissions": "permissions", "applications": "applications", "sessions": "sessions",
+                "statistics": "statistics", "floppies": "floppies", "affinitylabels": "affinity_labels",
+                "katelloerrata": "katello_errata", "mediateddevices": "mediated_devices"}
+
+
+def _empty_list_route(segment: str, root: str) -> None:
+    @route("GET", f"/vms/{{vm}}/{segment}")
+    def handler(engine: "Engine", req: ApiRequest) -> ApiResponse:
+        vm_or_404(engine, req)
+        return listing(engine, req, [], root)
+
+
+for _segment, _root in _EMPTY_LISTS.items():
+    _empty_list_route(_segment, _root)
+
+
+@route("GET", "/vms/{vm}/cdroms")
+def list_cdroms(engine: "Engine", req: ApiRequest) -> ApiResponse:
+    """Every VM has one empty CD-ROM drive (device id all zeros on the engine)."""
+    vm = vm_or_404(engine, req)
+    cdrom = types.Cdrom(id="00000000-0000-0000-0000-000000000000", vm=ref(vm))
+    cdrom.href = href("vms", vm.id, "cdroms", cdrom.id)
+    return listing(engine, req, [cdrom], "cdroms")
+
+
+@route("GET", "/vms/{vm}/snapshots")
+def list_snapshots(engine: "Engine", req: ApiRequest) -> ApiResponse:
+    """The `Active VM` snapshot every VM has."""
+    vm = vm_or_404(engine, req)
+    snap = types.Snapshot(id=str(uuid.uuid5(uuid.NAMESPACE_URL, vm.id + "/active")), description="Active VM",
+                          snapshot_type=types.SnapshotType.ACTIVE, snapshot_status=types.SnapshotStatus.OK,
+                          date=vm.creation_time, persist_memorystate=False, vm=ref(vm))
+    snap.href = href("vms", vm.id, "snapshots", snap.id)
+    return listing(engine, req, [snap], "snapshots")

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 from machine_controller.config import Config
 from machine_controller.controllers.machine import MachineReconciler
 from machine_controller.controllers.machine_metrics import MachineMetrics
+from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import OvirtNodeReconciler
@@ -166,6 +167,9 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     nq = queue("ovirt-node")
     nodes.add_handler(enqueue_object(nq))
     manager.add_controller(Controller("ovirt-node", nq, node_rec.reconcile, workers=2, registry=registry))
+
+    add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),
+                              namespace=config.namespace or None, resync_s=config.resync_s)
     return manager
 
 

@@ -7,10 +7,12 @@ objects with a Ready condition, and `status.nodeRef` patched onto Machines.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import json
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -66,8 +68,10 @@ class Harness:
     def apply(self, doc: dict) -> None:
         self.cluster.kubectl("apply", "-f", "-", input=json.dumps(doc))
 
-    def machines(self, include_deleting: bool = False) -> list[dict]:
-        items = json.loads(self.kubectl("get", "machines", "-o", "json"))["items"]
+    def machines(self, include_deleting: bool = False, of: str | None = None) -> list[dict]:
+        """Machines of the namespace, oldest first; `of`: only those labelled for that MachineSet."""
+        selector = [f"--selector={keys.LABEL_MACHINESET}={of}"] if of else []
+        items = json.loads(self.kubectl("get", "machines", "-o", "json", *selector))["items"]
         if not include_deleting:
             items = [m for m in items if not m["metadata"].get("deletionTimestamp")]
         return sorted(items, key=lambda m: m["metadata"]["creationTimestamp"] + m["metadata"]["name"])
@@ -83,7 +87,7 @@ class Harness:
         def done():
             ms = self.get("machineset", name)
             status = ms.get("status") or {}
-            machines = self.machines()
+            machines = self.machines(of=name)
             ok = (len(machines) == replicas and status.get("replicas", 0) == replicas
                   and status.get("observedGeneration") == ms["metadata"]["generation"])
             return (machines,) if ok else None
@@ -113,10 +117,11 @@ class Harness:
                           content_type="application/strategic-merge-patch+json")
 
 
-@pytest.fixture
-def harness(cluster, namespace) -> Iterator[Harness]:
+@contextlib.contextmanager
+def running_controller(cluster, namespace: str, user: str = "admin") -> Iterator[Harness]:
+    """The MachineSet controller for one namespace, calling the API server as `user`; the Harness acts as admin."""
     cluster.apply_crds()
-    api = cluster.api_client()
+    api = cluster.api_client(user)
     rest = Rest(api)
     registry = CollectorRegistry()
     manager = Manager(api, registry=registry, health_address=None, metrics_address=None, shutdown_timeout=10)
@@ -126,7 +131,7 @@ def harness(cluster, namespace) -> Iterator[Harness]:
     queue = WorkQueue("machineset", controller_rate_limiter(base=0.05, cap=2.0), registry=registry)
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue, namespace, resync_s=None)
     manager.start()
-    h = Harness(cluster, namespace, rest, events, registry)
+    h = Harness(cluster, namespace, Rest(cluster.api_client()), events, registry)
     try:
         yield h
     finally:
@@ -134,6 +139,12 @@ def harness(cluster, namespace) -> Iterator[Harness]:
         events.close()
         for node in h.created_nodes:
             cluster.kubectl("delete", "node", node, "--wait=false", check=False)
+
+
+@pytest.fixture
+def harness(cluster, namespace) -> Iterator[Harness]:
+    with running_controller(cluster, namespace) as h:
+        yield h
 
 
 def machineset(namespace: str, name: str = "worker", replicas: int = 0, **spec: Any) -> dict:
@@ -371,3 +382,34 @@ def test_selector_not_matching_the_template_yields_a_warning_and_no_machines(har
                     json.dumps({"spec": {"selector": {"matchLabels": {keys.LABEL_MACHINESET: "worker"}}}}))
     harness.converged("worker", 2)
     assert "errorReason" not in harness.get("machineset", "worker")["status"]
+
+
+# --- permissions -----------------------------------------------------------------------------------------------
+
+
+def test_the_shipped_rbac_allows_every_call_of_the_controller(cluster):
+    """Run as the controller's restricted identity in openshift-machine-api with config/rbac applied: list+watch,
+    adoption, creates, capacity apply, status, events and deletes all succeed."""
+    namespace = "openshift-machine-api"
+    cluster.apply_crds()
+    cluster.ensure_namespace(namespace)
+    cluster.kubectl("apply", "-k", str(REPO / "config" / "rbac"))
+    name = f"rbac-{uuid.uuid4().hex[:6]}"
+    doc = machineset(namespace, name)
+    with running_controller(cluster, namespace, user="restricted") as h:
+        try:
+            orphan = {"apiVersion": keys.API_VERSION, "kind": "Machine", "spec": doc["spec"]["template"]["spec"],
+                      "metadata": {"name": f"{name}-orphan", "namespace": namespace,
+                                   "labels": doc["spec"]["template"]["metadata"]["labels"]}}
+            h.apply(orphan)
+            doc["spec"]["replicas"] = 2
+            h.apply(doc)
+            names = [m["metadata"]["name"] for m in h.converged(name, 2)]
+            assert f"{name}-orphan" in names  # adopted, and one created
+            assert h.events_for(name, "SuccessfulCreate") and h.events_for(name, "SuccessfulAdopt")
+            wait_for("capacity annotations", lambda: (h.get("machineset", name)["metadata"].get("annotations")
+                                                      or {}).get(keys.ANNOTATION_VCPU) == "4")
+            h.scale(name, 0)
+            h.converged(name, 0)
+        finally:
+            h.kubectl("delete", "machineset", name, "--wait=false")

@@ -79,8 +79,12 @@ class MachineSetReconciler:
             return None
         self._sync_capacity(obj, ms)
         self._check_autoscaler_bounds(obj)
-        machines = self._claim(obj, ms)
+        machines, contested = self._claim(obj, ms)
         pending = self._expectations.pending(key, lambda name: self._machines.get(f"{ms.metadata.namespace}/{name}"))
+        if contested:
+            # An orphan could not be adopted because it changed meanwhile (maybe adopted by this set in a pass the
+            # cache does not show yet): counting without it could create a Machine too many.
+            pending = min(pending or CONFLICT_RETRY_S, CONFLICT_RETRY_S)
         if pending is None:
             self._sync_replicas(obj, ms, machines)
         status, recheck = self._status(ms, machines)
@@ -89,10 +93,12 @@ class MachineSetReconciler:
         return Result(requeue_after=min(waits)) if waits else None
 
     # --- which Machines belong to the set ---------------------------------------------------------------------
-    def _claim(self, obj: dict, ms: MachineSet) -> list[Machine]:
+    def _claim(self, obj: dict, ms: MachineSet) -> tuple[list[Machine], bool]:
         """The Machines the set counts: controlled by it (by UID), not being deleted (so replacements are created
-        while old Machines drain), matching the selector. Matching orphans are adopted on the way."""
+        while old Machines drain), matching the selector. Matching orphans are adopted on the way; the flag says
+        whether an adoption lost a race (the count may then be short)."""
         counted = []
+        contested = False
         for raw in self._machines.list():
             machine = Machine.from_dict(raw)
             if machine.metadata.namespace != ms.metadata.namespace or machine.metadata.deleting:
@@ -102,11 +108,12 @@ class MachineSetReconciler:
             ref = machine.metadata.controller_ref()
             if ref is None:
                 if not self._adopt(obj, raw):
+                    contested = True
                     continue
             elif ref.uid != ms.metadata.uid:
                 continue
             counted.append(machine)
-        return sorted(counted, key=lambda m: m.metadata.name)
+        return sorted(counted, key=lambda m: m.metadata.name), contested
 
     def _adopt(self, obj: dict, machine: dict) -> bool:
         meta = machine["metadata"]

@@ -185,9 +185,10 @@ def test_kubectl_scale_up_down_and_to_zero_converges(harness):
         f"{keys.LABEL_CLUSTER}=ocp-demo-x7k2p,{keys.LABEL_MACHINESET}=worker")
     scale = harness.get("machineset", "worker", "--subresource=scale")
     assert scale["status"] == {"replicas": 3, "selector": status["labelSelector"]}
-    metrics = generate_latest(harness.registry).decode()
-    assert f'mapi_machine_set_status_replicas{{name="worker",namespace="{harness.ns}"}} 3.0' in metrics
-    assert "mapi_machineset_items 1.0" in metrics
+    # The collector reads the informer cache, which may be a moment behind what kubectl just showed.
+    sample = f'mapi_machine_set_status_replicas{{name="worker",namespace="{harness.ns}"}} 3.0'
+    metrics = wait_for("replicas metric", lambda: sample in generate_latest(harness.registry).decode())
+    assert metrics and "mapi_machineset_items 1.0" in generate_latest(harness.registry).decode()
 
     harness.scale("worker", 1)
     assert len(harness.converged("worker", 1)) == 1

@@ -1,4 +1,5 @@
-"""The reconciler does not repeat a burst of creates or deletes while its cache lags behind its own writes.
+"""The reconciler does not repeat a burst of creates or deletes, nor count short after a lost adoption race, while
+its cache lags behind its own writes.
 
 On a real API server the informer is usually quick enough to hide the race (the e2e test counts creates too);
 here the cache is a Store the test fills by hand, so the lag is certain.
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from machine_controller.controllers.machineset import MachineSetReconciler
 from machine_controller.controllers.resources import MACHINES
@@ -28,6 +30,7 @@ class FakeRest:
     def __init__(self) -> None:
         self.created: list[dict] = []
         self.deleted: list[str] = []
+        self.conflict_on_machine_patch = False
         self._ids = itertools.count()
 
     def create(self, resource, body: dict, namespace: str | None = None) -> dict:
@@ -42,7 +45,9 @@ class FakeRest:
         self.deleted.append(name)
         return {}
 
-    def merge_patch(self, *args: Any, **kwargs: Any) -> dict:
+    def merge_patch(self, resource, *args: Any, **kwargs: Any) -> dict:
+        if resource == MACHINES and self.conflict_on_machine_patch:
+            raise ApiException(status=409, reason="Conflict")
         return {}
 
     def request(self, *args: Any, **kwargs: Any) -> dict:
@@ -102,3 +107,17 @@ def test_deletes_are_not_repeated_until_the_cache_shows_them():
         machines.remove(f"{NS}/{name}")
     reconciler.reconcile(KEY)
     assert len(rest.deleted) == 2 and len(rest.created) == 3
+
+
+def test_a_lost_adoption_race_holds_scaling_back():
+    reconciler, rest, machinesets, machines = setup(replicas=1)
+    template = machinesets.get(KEY)["spec"]["template"]
+    machines.put({"metadata": {"name": "orphan", "namespace": NS, "resourceVersion": "7",
+                               "labels": dict(template["metadata"]["labels"])}, "spec": template["spec"]})
+    rest.conflict_on_machine_patch = True  # e.g. this set adopted it a moment ago; the cache still shows an orphan
+    result = reconciler.reconcile(KEY)
+    assert rest.created == []
+    assert result is not None and 0 < result.requeue_after <= 1
+    rest.conflict_on_machine_patch = False
+    reconciler.reconcile(KEY)
+    assert rest.created == []  # adopted now: it is the one replica

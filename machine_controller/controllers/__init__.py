@@ -1,1 +1,2 @@
-"""Thin reconcilers: Machine (with the oVirt actuator), node linking, and the oVirt node controllers."""
+"""Thin reconcilers: Machine (with the oVirt actuator), node linking, the oVirt node controllers, and MachineSet
+(replicas, delete policies, adoption, status, the autoscaler's capacity annotations; no oVirt)."""

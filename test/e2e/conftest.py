@@ -148,8 +148,7 @@ def namespace(cluster: Cluster, request) -> Iterator[str]:
 
 # --- the oVirt side: a simulated engine, prepared like an OpenShift installation ------------------------------------
 
-INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)
-MACHINE_API_NS = "openshift-machine-api"
+from machines import INFRA_ID, MACHINE_API_NS  # noqa: E402 - the e2e helpers sit beside this file
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,10 @@ from hack import ovirt_install
 from hack.controller_process import ControllerProcess
 
 
+INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)
+MACHINE_API_NS = "openshift-machine-api"
+
+
 def unique_name(prefix: str = "worker") -> str:
     # oVirt VM names are global, and the guest's Node is named after the VM: unique across the whole session.
     return f"{prefix}-{uuid.uuid4().hex[:6]}"

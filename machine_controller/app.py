@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from machine_controller.config import Config
 from machine_controller.controllers.machine import MachineReconciler
-from machine_controller.controllers.machine_metrics import MachineMetrics
+from machine_controller.controllers.machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
+from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
                                                      internal_ip_index, provider_id_index)
@@ -150,8 +151,10 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
                          registry=registry)
 
     actuator = OvirtActuator(client, UserData(rest), ClusterVips(rest))
-    machine_rec = MachineReconciler(rest, machines.store, actuator, events,
-                                    MachineMetrics(registry, machines.store.list))
+    mao = MaoCollector()
+    registry.register(mao)
+    mao.add(MACHINE_ITEMS, machines.store.list, machine_families)
+    machine_rec = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics(registry))
     mq = queue("machine")
     machines.add_handler(enqueue_object(mq))
     manager.add_controller(Controller("machine", mq, machine_rec.reconcile, workers=config.workers, registry=registry))
@@ -169,7 +172,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     manager.add_controller(Controller("ovirt-node", nq, node_rec.reconcile, workers=2, registry=registry))
 
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),
-                              namespace=config.namespace or None, resync_s=config.resync_s)
+                              namespace=config.namespace or None, resync_s=config.resync_s, mao=mao)
     return manager
 
 

@@ -38,7 +38,8 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
 from .delete_policy import machines_to_delete
 from .expectations import Expectations
-from .machineset_metrics import MachineSetCollector
+from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
+from .mao_metrics import MaoCollector
 from .resources import MACHINES, MACHINESETS
 
 log = structlog.get_logger(__name__)
@@ -334,7 +335,8 @@ def _owned_annotations(obj: dict, manager: str) -> bool:
 
 def add_machineset_controller(manager: Manager, api: ApiClient, rest: Rest, machines: Informer, nodes: Informer,
                               events: EventRecorder, queue: WorkQueue, namespace: str | None,
-                              resync_s: float | None, workers: int = 2) -> MachineSetReconciler:
+                              resync_s: float | None, workers: int = 2,
+                              mao: MaoCollector | None = None) -> MachineSetReconciler:
     """Wire the MachineSet controller into a Manager: its own MachineSet informer, plus the Machine and Node
     informers the process already has (events from both are mapped to MachineSet keys)."""
     machinesets = manager.add_informer(Informer(api, MACHINESETS, namespace=namespace, resync_period=resync_s))
@@ -342,9 +344,8 @@ def add_machineset_controller(manager: Manager, api: ApiClient, rest: Rest, mach
     machinesets.add_handler(enqueue_object(queue))
     machines.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_machine))
     nodes.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_node))
-    if manager.registry is not None:
-        # The process's Machine collector already yields mapi_mao_collector_up (see machineset_metrics.py).
-        manager.registry.register(MachineSetCollector(machinesets.store.list, report_up=False))
+    if mao is not None:
+        mao.add(MACHINESET_ITEMS, machinesets.store.list, machineset_families)
     manager.add_controller(Controller("machineset", queue, reconciler.reconcile, workers=workers,
                                       registry=manager.registry))
     return reconciler

@@ -6,12 +6,22 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from machine_controller.controllers.machine_metrics import MachineMetrics
-from machine_controller.controllers.machineset_metrics import MachineSetCollector
+from machine_controller.controllers.machine_metrics import ITEMS as MACHINE_ITEMS, machine_families
+from machine_controller.controllers.machineset_metrics import ITEMS, machineset_families
+from machine_controller.controllers.mao_metrics import MaoCollector
 
 MS = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
       "metadata": {"name": "worker", "namespace": "openshift-machine-api", "creationTimestamp": "2026-01-02T03:04:05Z"},
       "status": {"replicas": 3, "readyReplicas": 2, "availableReplicas": 1}}
+
+
+def collector(*kinds) -> CollectorRegistry:
+    registry = CollectorRegistry()
+    mao = MaoCollector()
+    for kind in kinds:
+        mao.add(*kind)
+    registry.register(mao)
+    return registry
 
 
 def scrape(registry: CollectorRegistry) -> dict[tuple[str, tuple], float]:
@@ -21,9 +31,7 @@ def scrape(registry: CollectorRegistry) -> dict[tuple[str, tuple], float]:
 
 
 def test_machineset_gauges_carry_maos_names_and_labels():
-    registry = CollectorRegistry()
-    registry.register(MachineSetCollector(lambda: [MS]))
-    got = scrape(registry)
+    got = scrape(collector((ITEMS, lambda: [MS], machineset_families)))
     ident = (("name", "worker"), ("namespace", "openshift-machine-api"))
     assert got[("mapi_machineset_items", ())] == 1
     assert got[("mapi_machineset_created_timestamp_seconds",
@@ -38,15 +46,14 @@ def test_a_failing_cache_read_reports_collector_down_instead_of_failing_the_scra
     def broken():
         raise RuntimeError("cache gone")
 
-    registry = CollectorRegistry()
-    registry.register(MachineSetCollector(broken))
-    assert scrape(registry) == {("mapi_mao_collector_up", (("kind", "mapi_machineset_items"),)): 0}
+    assert scrape(collector((ITEMS, broken, machineset_families))) == {
+        ("mapi_mao_collector_up", (("kind", "mapi_machineset_items"),)): 0}
 
 
-def test_beside_the_machine_collector_the_scrape_stays_parseable():
-    registry = CollectorRegistry()
-    MachineMetrics(registry, lambda: [])
-    registry.register(MachineSetCollector(lambda: [MS], report_up=False))
+def test_both_kinds_report_up_in_one_parseable_family():
+    registry = collector((MACHINE_ITEMS, lambda: [], machine_families), (ITEMS, lambda: [MS], machineset_families))
     got = scrape(registry)  # an OpenMetrics parser refuses a family yielded twice
     assert got[("mapi_machineset_items", ())] == 1
+    assert got[("mapi_machine_items", ())] == 0
     assert got[("mapi_mao_collector_up", (("kind", "mapi_machine_items"),))] == 1
+    assert got[("mapi_mao_collector_up", (("kind", "mapi_machineset_items"),))] == 1

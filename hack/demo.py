@@ -1,22 +1,32 @@
-"""`make demo`: the main job on the embedded default (a local control plane, and the oVirt simulator as the
-controllers arrive). It shows what a cluster admin would see with `kubectl`.
+"""`make demo`: the main job on the embedded default. A local Kubernetes control plane and a simulated oVirt
+engine, prepared like an OpenShift installation; the controller runs beside them as it would in the cluster,
+and everything is shown with `kubectl`, as a cluster admin would see it.
 
-Set DEMO_KEEP=1 to leave the control plane running afterwards (`python -m hack.controlplane env` prints how to
+Set DEMO_KEEP=1 to leave the control plane running afterwards (`python -m hack.controlplane env` tells how to
 reach it; `python -m hack.controlplane down` stops it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
+import yaml
+
+from hack import ovirt_install
+from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
+from hack.ovirtsim.testing import running_simulator
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = "openshift-machine-api"
+INFRA_ID = "ocp-demo-x7k2p"
 
 
 def _say(msg: str) -> None:
@@ -27,37 +37,109 @@ class Kubectl:
     def __init__(self, kubeconfig: Path):
         self._base = [str(Binaries().path("kubectl")), f"--kubeconfig={kubeconfig}"]
 
-    def __call__(self, *args: str, show: bool = True) -> str:
+    def __call__(self, *args: str, show: bool = True, input: str | None = None) -> str:
         if show:
             print("$ kubectl " + " ".join(args), flush=True)
-        out = subprocess.run([*self._base, *args], check=True, capture_output=True, text=True).stdout
-        if show:
+        out = subprocess.run([*self._base, *args], check=True, capture_output=True, text=True, input=input).stdout
+        if show and out.strip():
             print(out.rstrip(), flush=True)
         return out
 
+    def apply(self, obj: dict, show_as: str) -> None:
+        print(f"$ kubectl apply -f {show_as}", flush=True)
+        print(self(*("apply", "-f", "-"), show=False, input=yaml.safe_dump(obj)).rstrip(), flush=True)
+
+    def machines(self) -> list[dict]:
+        return json.loads(self("-n", NAMESPACE, "get", "machines", "-o", "json", show=False))["items"]
+
+
+def watch_until(kubectl: Kubectl, done, what: str, timeout: float = 180.0) -> None:
+    """A live table, like `kubectl get machines -o wide -w`, until `done(machines)`."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        table = kubectl("-n", NAMESPACE, "get", "machines", "-o", "wide", show=False)
+        if table != last:
+            print(f"[{time.strftime('%H:%M:%S')}]\n{table.rstrip()}", flush=True)
+            last = table
+        if done(kubectl.machines()):
+            return
+        time.sleep(1.0)
+    raise TimeoutError(f"machines never became {what} in {timeout:.0f}s")
+
+
+def machine_from_sample(inst: ovirt_install.Installation, name: str) -> dict:
+    ms = ovirt_install.machineset_for(inst, NAMESPACE)
+    tpl = ms["spec"]["template"]
+    labels = {k: v for k, v in tpl["metadata"]["labels"].items() if not k.endswith("-machineset")}
+    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels}, "spec": tpl["spec"]}
+
 
 def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="omc-demo-"))
     plane = LocalControlPlane()
     _say("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
     plane.up()
+    controller = None
     try:
         kubectl = Kubectl(plane.kubeconfig())
-        _say("Installing the Machine API CRDs")
+        _say("Installing the Machine API CRDs, RBAC and namespace (kubectl apply -k config/crd -k config/rbac)")
+        kubectl("apply", "-f", str(REPO / "config" / "manager" / "namespace.yaml"))
         kubectl("apply", "-k", str(REPO / "config" / "crd"))
-        kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                "crd/machines.machine.openshift.io", "crd/machinesets.machine.openshift.io",
-                "crd/machinehealthchecks.machine.openshift.io")
-        _say(f"Applying the samples (credentials, user data, a worker MachineSet) in {NAMESPACE}")
-        kubectl("create", "namespace", NAMESPACE)
-        kubectl("apply", "-k", str(REPO / "config" / "samples"))
-        _say("What a cluster admin sees")
-        kubectl("-n", NAMESPACE, "get", "machinesets,machines", "-o", "wide")
-        _say("Scaling the MachineSet through the scale subresource")
-        ms = kubectl("-n", NAMESPACE, "get", "machinesets", "-o", "name", show=False).split()[0]
-        kubectl("-n", NAMESPACE, "scale", ms, "--replicas=3")
-        kubectl("-n", NAMESPACE, "get", ms)
-        print("\n(No controller runs yet: Current stays empty until the MachineSet controller lands.)")
+        kubectl("apply", "-k", str(REPO / "config" / "rbac"))
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/machines.machine.openshift.io",
+                "crd/machinesets.machine.openshift.io", "crd/machinehealthchecks.machine.openshift.io")
+
+        _say("Starting the oVirt engine simulator (HTTPS; its guests join the cluster as RHCOS nodes would)")
+        with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), tls=True) as sim:
+            print(f"engine API: {sim.url} (started in {sim.startup_seconds:.2f}s)")
+            conn = sim.connection()
+            try:
+                inst = ovirt_install.prepare(conn, INFRA_ID)
+            finally:
+                conn.close()
+            print(f"installer objects: tag {inst.infra_id!r}, affinity groups {list(inst.affinity_groups)}, "
+                  f"template {inst.template_name!r} in cluster {inst.cluster_id}")
+            kubectl.apply(ovirt_install.credentials_secret(sim.url, sim.username, sim.password,
+                                                           ca_pem=Path(sim.ca_file).read_text()),
+                          "ovirt-credentials.yaml  # the six keys of OpenShift's secret")
+            kubectl("apply", "-f", str(REPO / "config" / "samples" / "worker-user-data.yaml"))
+
+            _say("Starting ovirt-machine-controller as the machine-api-controllers ServiceAccount (config/rbac)")
+            controller = ControllerProcess(plane.kubeconfig("restricted"), work / "controller.log",
+                                           leader_elect=True).start()
+            controller.wait_ready()
+            print(f"ready; logs: {controller.log_path}, metrics: http://127.0.0.1:{controller.metrics_port}/metrics")
+
+            _say("Creating two worker Machines with the installer's provider spec")
+            names = [f"{INFRA_ID}-worker-a", f"{INFRA_ID}-worker-b"]
+            for name in names:
+                kubectl.apply(machine_from_sample(inst, name), f"{name}.yaml")
+            watch_until(kubectl, lambda ms: len(ms) == 2 and all(
+                (m.get("status") or {}).get("phase") == "Running" for m in ms), "Running")
+
+            _say("The Nodes the guests registered, linked to their Machines by providerID")
+            kubectl("get", "nodes", "-o", "custom-columns=NODE:.metadata.name,PROVIDERID:.spec.providerID,"
+                    "MACHINE:.metadata.annotations.machine\\.openshift\\.io/machine")
+            _say("The VMs in the engine")
+            for vm in sim.control.vms():
+                print(f"  {vm['name']:<28} {vm['status']:<6} id={vm['id']}")
+
+            _say("Deleting one Machine: drain, stop, remove the VM, delete the Node")
+            kubectl("-n", NAMESPACE, "delete", "machine", names[1], "--wait=false")
+            watch_until(kubectl, lambda ms: len(ms) == 1, "deleted")
+            left = [vm["name"] for vm in sim.control.vms()]
+            print(f"VMs left in the engine: {left}")
+
+            _say("Summary")
+            counts = sim.control.counts()
+            print(f"2 Machines reached Running and 1 was deleted, with {sum(counts.values())} oVirt API requests; "
+                  f"the controller ran with only the RBAC of config/rbac.")
+            controller.stop()
     finally:
+        if controller:
+            controller.stop()
         if os.environ.get("DEMO_KEEP"):
             _say(f"Leaving the control plane running: eval $({sys.executable} -m hack.controlplane env)")
         else:

@@ -206,6 +206,7 @@ class MachineReconciler:
                                                MachineErrorReason.DELETE_ERROR).inc()
             raise
         if not progress.done:
+            self._record_vm(obj, machine, progress)  # the State column follows powering_down, down...
             return Result(requeue_after=progress.requeue_after or self._timing.instance_deleting_s)
         if node:
             try:

@@ -9,7 +9,8 @@
     POST   /vms/{id}/crash               the qemu process dies: `down` at once, the guest goes silent
     POST   /vms/{id}/pause               the VM pauses itself (e.g. EIO): `paused`
     POST   /storagedomains/{id|name}/fill {"free_bytes": N}  leave only N bytes free
-    POST   /hosts/{id|name}/status       {"status": "up"|"non_responsive"|...}; VMs on a lost host go `unknown`
+    POST   /hosts/{id|name}/status       {"status": "non_responsive"}: its VMs go `unknown`; "up": back `up`;
+                                         "down" (or any other): its VMs go `down` (rebooted/fenced host)
     POST   /hosts                        {"name": ..., "cores": ..., "memory": ...} add a host to the cluster
     GET    /timings  POST /timings       read / override the timing profile at run time
     POST   /restart                      restart the engine process state: state file reloaded, tokens gone
@@ -132,20 +133,28 @@ class ControlApi:
         return obj
 
     def _host_status(self, store: Store, host: types.Host, status: str) -> dict[str, Any]:
-        """A host that stops responding leaves its VMs `unknown` (ref 6.2: host unreachable); their guests are
-        cut off, so their Nodes go silent."""
+        """What the engine shows when a host changes state (ref 6.2): while it does not respond its VMs are
+        `unknown` and their guests are cut off (Nodes go silent); when it responds again they are back `up`;
+        a host that went `down` (rebooted, fenced) took its VMs down with it."""
         host.status = types.HostStatus(status)
         affected = []
-        if host.status is not types.HostStatus.UP:
-            for vm in store.vms.all():
-                rt = store.vm_runtime(vm.id)
-                if rt.host_id == host.id and vm.status in statemachine.RUNNING:
-                    rt.gen += 1
-                    rt.guest_agent_at = None
-                    vm.status = types.VmStatus.UNKNOWN
-                    affected.append(vm.id)
+        for vm in store.vms.all():
+            rt = store.vm_runtime(vm.id)
+            if rt.host_id != host.id:
+                continue
+            if host.status in (types.HostStatus.NON_RESPONSIVE, types.HostStatus.CONNECTING) \
+                    and vm.status in statemachine.RUNNING | {types.VmStatus.PAUSED}:
+                statemachine.lose_contact(store, vm)
+            elif host.status is types.HostStatus.UP and vm.status is types.VmStatus.UNKNOWN:
+                statemachine.regain_contact(store, vm, time.time())
+            elif host.status not in (types.HostStatus.UP, types.HostStatus.NON_RESPONSIVE,
+                                     types.HostStatus.CONNECTING):
+                statemachine.crash(store, vm, reason="host down")
+            else:
+                continue
+            affected.append(vm.id)
         store.dirty = True
-        return {"id": host.id, "status": host.status.value, "vms_unknown": affected}
+        return {"id": host.id, "status": host.status.value, "vms": affected}
 
     def _vm(self, vm: types.Vm, detail: bool = False) -> dict[str, Any]:
         store = self.engine.store

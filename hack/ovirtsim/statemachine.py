@@ -118,6 +118,7 @@ def begin_start(store: Store, vm: types.Vm, host: types.Host, t: Timings, guest_
     gen = _begin(store, vm, S.UP if resuming else S.WAIT_FOR_LAUNCH)
     rt.host_id = host.id
     rt.crashed = False
+    rt.has_agent = guest_agent
     vm.host = types.Host(id=host.id)
     vm.host.href = host.href
     if resuming:
@@ -143,16 +144,28 @@ def begin_reboot(store: Store, vm: types.Vm, t: Timings) -> None:
     gen = _begin(store, vm, S.REBOOT_IN_PROGRESS)
     rt = store.vm_runtime(vm.id)
     store.schedule(t.reboot, "vm", vm.id, S.UP.value, gen)
-    if rt.guest_agent_at is not None:
-        rt.guest_agent_at = time.time() + t.reboot + t.guest_agent
+    rt.guest_agent_at = time.time() + t.reboot + t.guest_agent if rt.has_agent else None
 
 
-def crash(store: Store, vm: types.Vm) -> None:
-    """The qemu process died (host OOM, guest panic with destroy-on-crash): the engine sees the VM `down` with
-    an error exit status at once; no shutdown happens inside the guest."""
+def crash(store: Store, vm: types.Vm, reason: str = "crashed") -> None:
+    """The qemu process died (host OOM, guest panic with destroy-on-crash, host reboot): the engine sees the VM
+    `down` with an error exit status at once; no shutdown happens inside the guest."""
     gen = _begin(store, vm, S.DOWN)
     store.vm_runtime(vm.id).crashed = True
-    _enter_down(store, vm, gen, reason="crashed")
+    _enter_down(store, vm, gen, reason=reason)
+
+
+def lose_contact(store: Store, vm: types.Vm) -> None:
+    """Its host stopped responding: status `unknown`, the guest is unreachable (no agent data)."""
+    _begin(store, vm, S.UNKNOWN)
+    store.vm_runtime(vm.id).guest_agent_at = None
+
+
+def regain_contact(store: Store, vm: types.Vm, now: float) -> None:
+    """Its host responds again: the VM kept running all along."""
+    _begin(store, vm, S.UP)
+    rt = store.vm_runtime(vm.id)
+    rt.guest_agent_at = now if rt.has_agent else None
 
 
 def pause(store: Store, vm: types.Vm) -> None:

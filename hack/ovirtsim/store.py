@@ -117,7 +117,8 @@ class InitMode(str, Enum):
 class VmRuntime:
     gen: int = 0  # bumped by every lifecycle action; transitions of an older generation are stale
     host_id: str | None = None
-    guest_agent_at: float | None = None  # the guest agent reports from this time on (None: never)
+    guest_agent_at: float | None = None  # the guest agent reports from this time on (None: not now)
+    has_agent: bool = False  # this boot's guest runs an agent (an RHCOS guest only once provisioned)
     first_boot_done: bool = False
     init_mode: str = InitMode.NONE.value
     init_payload: str | None = None  # what the guest got at first boot (Ignition JSON for RHCOS)

@@ -15,6 +15,9 @@ from hack.ovirtsim.store import Store, Table, href
 if TYPE_CHECKING:
     from hack.ovirtsim.engine import Engine
 
+# The view of a row as rendered: (row, follow paths) -> object to write.
+Presenter = Callable[[Any, list[str]], Any]
+
 # Collection path segment of each entity type (for hrefs of references).
 SEGMENT: dict[type, str] = {
     types.Vm: "vms", types.Template: "templates", types.Cluster: "clusters", types.DataCenter: "datacenters",
@@ -62,8 +65,9 @@ def resolve(store: Store, table: str, cls_name: str, given: Any, parent: str = "
 
 def listing(engine: "Engine", req: ApiRequest, objs: Iterable[Any], root: str,
             fields: dict[str, search.FieldGetter] | None = None,
-            follow: Callable[[Any, list[str]], Any] | None = None) -> ApiResponse:
-    """`GET` of a collection: `search` (if the collection supports it), `max`, `follow`."""
+            present: Presenter | None = None) -> ApiResponse:
+    """`GET` of a collection: `search` (if the collection supports it), `max`, then `present` (the view of each
+    row as rendered, with the `follow` paths inlined)."""
     items = list(objs)
     if fields is not None and req.query.get("search"):
         items = search.apply(items, req.query["search"], fields, req.flag("case_sensitive", False))
@@ -71,21 +75,22 @@ def listing(engine: "Engine", req: ApiRequest, objs: Iterable[Any], root: str,
     if limit is not None and limit >= 0:
         items = items[:limit]
     paths = follow_paths(req)
-    if follow is not None and paths:
-        items = [follow(obj, paths) for obj in items]
+    if present is not None:
+        items = [present(obj, paths) for obj in items]
     return ApiResponse.xml(xmlio.render_list(items, root, skip_links=_top_rels(paths)))
 
 
-def entity(obj: Any, req: ApiRequest | None = None, follow: Callable[[Any, list[str]], Any] | None = None,
+def entity(obj: Any, req: ApiRequest | None = None, present: Presenter | None = None,
            status: int = 200, location: bool = False) -> ApiResponse:
     paths = follow_paths(req) if req is not None else []
-    if follow is not None and paths:
-        obj = follow(obj, paths)
+    if present is not None:
+        obj = present(obj, paths)
     return ApiResponse.xml(xmlio.render(obj, skip_links=_top_rels(paths)), status,
                            location=obj.href if location else None)
 
 
 def follow_paths(req: ApiRequest) -> list[str]:
+    """`follow=disk_attachments.disk,nics`: the linked collections to inline (ref 4)."""
     raw = req.query.get("follow", "")
     return [p.strip() for p in raw.split(",") if p.strip()]
 
@@ -107,11 +112,7 @@ def shallow(obj: Any) -> Any:
 
 
 def action_done(job: types.Job | None = None, action: types.Action | None = None) -> ApiResponse:
-    return ApiResponse.xml(xmlio.render_action(action, "complete", job_ref(job) if job else None))
-
-
-def job_ref(job: types.Job) -> types.Job:
-    return ref(job)
+    return ApiResponse.xml(xmlio.render_action(action, "complete", ref(job) if job else None))
 
 
 def removed() -> ApiResponse:

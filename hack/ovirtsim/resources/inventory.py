@@ -192,7 +192,7 @@ def list_templates(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = dict(_named(store), cluster=lambda t: _cluster_name(store, t),
                   datacenter=lambda t: _template_dcs(store, t))
-    return listing(engine, req, store.templates.all(), "templates", fields, follow=_template_follow(store))
+    return listing(engine, req, store.templates.all(), "templates", fields, present=_template_follow(store))
 
 
 def _template_dcs(store: Store, template: types.Template) -> list[str]:
@@ -206,7 +206,7 @@ def _template_dcs(store: Store, template: types.Template) -> list[str]:
 @route("GET", "/templates/{template}")
 def get_template(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
-    return entity(get_or_404(store.templates, req.params["template"]), req, follow=_template_follow(store))
+    return entity(get_or_404(store.templates, req.params["template"]), req, present=_template_follow(store))
 
 
 @route("GET", "/templates/{template}/diskattachments")
@@ -220,7 +220,7 @@ def list_template_das(engine: "Engine", req: ApiRequest) -> ApiResponse:
             view.disk = store.disks.get(da.id) or da.disk
         return view
 
-    return listing(engine, req, store.template_disk_attachments.children(t.id), "disk_attachments", follow=follow)
+    return listing(engine, req, store.template_disk_attachments.children(t.id), "disk_attachments", present=follow)
 
 
 @route("GET", "/templates/{template}/diskattachments/{disk}")

@@ -44,8 +44,8 @@ def attachments_view(store: Store, vm: types.Vm, paths: list[str]) -> list[types
 def list_attachments(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
-    return listing(engine, req, attachments_view(store, vm, []), "disk_attachments",
-                   follow=lambda da, paths: attachment_view(store, vm, da, wants(paths, "disk")))
+    return listing(engine, req, store.vm_disk_attachments.children(vm.id), "disk_attachments",
+                   present=lambda da, paths: attachment_view(store, vm, da, wants(paths, "disk")))
 
 
 @route("GET", "/vms/{vm}/diskattachments/{disk}")
@@ -53,8 +53,7 @@ def get_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     da = get_or_404(store.vm_disk_attachments, req.params["disk"], vm.id)
-    paths = req.query.get("follow", "")
-    return entity(attachment_view(store, vm, da, "disk" in paths))
+    return entity(da, req, present=lambda row, paths: attachment_view(store, vm, row, wants(paths, "disk")))
 
 
 @route("POST", "/vms/{vm}/diskattachments")
@@ -150,7 +149,7 @@ def list_nics(engine: "Engine", req: ApiRequest) -> ApiResponse:
             view.reported_devices = guest.reported_devices(store, vm, nic.id)
         return view
 
-    return listing(engine, req, store.vm_nics.children(vm.id), "nics", follow=follow)
+    return listing(engine, req, store.vm_nics.children(vm.id), "nics", present=follow)
 
 
 @route("GET", "/vms/{vm}/nics/{nic}")

@@ -116,14 +116,12 @@ def vm_for_action(engine: "Engine", req: ApiRequest, verb: str) -> types.Vm:
 @route("GET", "/vms")
 def list_vms(engine: "Engine", req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.vms.all(), "vms", vm_fields(engine.store),
-                   follow=lambda vm, paths: present(engine, vm, paths))
+                   present=lambda vm, paths: present(engine, vm, paths))
 
 
 @route("GET", "/vms/{vm}")
 def get_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    vm = vm_or_404(engine, req)
-    return entity(vm, req, follow=lambda v, paths: present(engine, v, paths)) if req.query.get("follow") \
-        else entity(present(engine, vm))
+    return entity(vm_or_404(engine, req), req, present=lambda vm, paths: present(engine, vm, paths))
 
 
 def _validate_name(name: str, action: str) -> None:
@@ -387,7 +385,7 @@ def start_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
         if not any(da.bootable and da.active is not False for da in store.vm_disk_attachments.children(vm.id)):
             raise conflict(Msg.NO_BOOTABLE_DISK)
         host = pick_host(store, vm)
-    agent = guest.boot(vm, action, rt) if vm.status is not types.VmStatus.PAUSED else rt.guest_agent_at is not None
+    agent = guest.boot(vm, action, rt) if vm.status is not types.VmStatus.PAUSED else rt.has_agent
     statemachine.begin_start(store, vm, host, t, agent)
     job = engine.add_job(req, f"Launching VM {vm.name}", t.wait_for_launch)
     return action_done(job, action)

@@ -10,6 +10,7 @@ stopped (reference machine-api.md 6.2 item 1, which this fixes).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -44,12 +45,33 @@ class InvalidConfiguration(Exception):
 
 @dataclass(frozen=True)
 class Timing:
-    """How long to wait before looking again at a VM in each kind of state."""
+    """How long, at most, to wait before looking again at a VM in each kind of state. The first look comes after
+    `first_poll_s` and the interval doubles while the VM stays in the same state, up to these caps: a fast engine is
+    followed closely, a slow one is not flooded (the Go client polled at 1, 3, 7, 15... s, reference 4.8)."""
 
-    locked_s: float = 2.0
-    booting_s: float = 3.0
-    stopping_s: float = 2.0
+    first_poll_s: float = 0.25
+    locked_s: float = 5.0
+    booting_s: float = 10.0
+    stopping_s: float = 5.0
     odd_state_s: float = 15.0
+
+
+class _PollBackoff:
+    def __init__(self, first: float):
+        self._first = first
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[str, int]] = {}
+
+    def next(self, vm_id: str, state: str, cap: float) -> float:
+        with self._lock:
+            prev = self._seen.get(vm_id)
+            n = prev[1] + 1 if prev and prev[0] == state else 0
+            self._seen[vm_id] = (state, n)
+        return min(cap, self._first * 2 ** n)
+
+    def forget(self, vm_id: str | None) -> None:
+        with self._lock:
+            self._seen.pop(vm_id or "", None)
 
 
 @dataclass
@@ -102,6 +124,7 @@ class OvirtActuator:
         self._user_data = user_data
         self._excluded_ips = excluded_ips
         self._timing = timing
+        self._polls = _PollBackoff(timing.first_poll_s)
 
     # --- spec ---------------------------------------------------------------------------------------------------
     def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
@@ -154,13 +177,15 @@ class OvirtActuator:
         if status in _BOOTING:
             return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
         if status in _RUNNING:
+            self._polls.forget(vm.id)
             return Progress(done=True, vm_id=vm.id, vm_state=status.value)
         if status == types.VmStatus.POWERING_DOWN:
             return self._wait(vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
         return self._wait(vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
 
-    def _wait(self, vm: types.Vm, after: float, what: str, state: str | None = None) -> Progress:
+    def _wait(self, vm: types.Vm, cap: float, what: str, state: str | None = None) -> Progress:
         st = state or (vm.status.value if vm.status else None)
+        after = self._polls.next(vm.id, f"{st}:{what}", cap)
         return Progress(done=False, requeue_after=after, waiting_for=what, vm_id=vm.id, vm_state=st)
 
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
@@ -276,6 +301,7 @@ class OvirtActuator:
         """Stop, detach every non-bootable disk (so PV disks survive, BZ 2024328), remove; resumable."""
         vm = self.find_vm(machine)
         if vm is None:
+            self._polls.forget(vm_id_of(machine))
             return Progress(done=True)
         status = vm.status
         if status == types.VmStatus.DOWN:

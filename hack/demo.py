@@ -112,7 +112,7 @@ def main() -> int:
             controller.wait_ready()
             print(f"ready; logs: {controller.log_path}, metrics: http://127.0.0.1:{controller.metrics_port}/metrics")
 
-            _say("Creating two worker Machines with the installer's provider spec")
+            _say("Creating two standalone worker Machines with the installer's provider spec")
             names = [f"{INFRA_ID}-worker-a", f"{INFRA_ID}-worker-b"]
             for name in names:
                 kubectl.apply(machine_from_sample(inst, name), f"{name}.yaml")
@@ -132,10 +132,44 @@ def main() -> int:
             left = [vm["name"] for vm in sim.control.vms()]
             print(f"VMs left in the engine: {left}")
 
+            _say("A MachineSet (the installer's worker set), scaled with kubectl scale")
+            ms = ovirt_install.machineset_for(inst, NAMESPACE)
+            ms["spec"]["replicas"] = 0
+            ms_name = ms["metadata"]["name"]
+            kubectl.apply(ms, f"{ms_name}.yaml  # replicas: 0")
+            in_set = f"machine.openshift.io/cluster-api-machineset={ms_name}"
+
+            def members(ms_: list[dict]) -> list[dict]:
+                return [m for m in ms_ if m["metadata"].get("labels", {}).get(
+                    "machine.openshift.io/cluster-api-machineset") == ms_name]
+
+            def converged(n: int):
+                return lambda all_: len(members(all_)) == n and all(
+                    (m.get("status") or {}).get("phase") == "Running" for m in members(all_))
+
+            kubectl("-n", NAMESPACE, "scale", "machineset", ms_name, "--replicas=3")
+            watch_until(kubectl, converged(3), "3 Running")
+            kubectl("-n", NAMESPACE, "get", "machineset", ms_name)
+            print("scale-from-zero capacity the autoscaler reads:")
+            annotations = json.loads(kubectl("-n", NAMESPACE, "get", "machineset", ms_name, "-o", "json",
+                                             show=False))["metadata"].get("annotations", {})
+            for key in sorted(k for k in annotations if "capacity" in k or k.endswith(("vCPU", "memoryMb", "maxPods"))):
+                print(f"  {key}: {annotations[key]}")
+
+            _say("Scaling down to 1 (the delete policy picks the Machines; their VMs and Nodes go too)")
+            kubectl("-n", NAMESPACE, "scale", "machineset", ms_name, "--replicas=1")
+            watch_until(kubectl, converged(1), "1 Running")
+            kubectl("-n", NAMESPACE, "get", "machineset", ms_name)
+
             _say("Summary")
             counts = sim.control.counts()
-            print(f"2 Machines reached Running and 1 was deleted, with {sum(counts.values())} oVirt API requests; "
-                  f"the controller ran with only the RBAC of config/rbac.")
+            vms = sim.control.vms()
+            nodes = kubectl("get", "nodes", "-o", "name", show=False).split()
+            print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1.")
+            print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
+                  f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
+            print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "
+                  f"config/rbac (as the machine-api-controllers ServiceAccount), elected leader on its Lease.")
             controller.stop()
     finally:
         if controller:

@@ -4,10 +4,12 @@ deletion leaves no VM but keeps data disks (reference machine-api.md 3.1, 4.3-4.
 from __future__ import annotations
 
 import json
+import time
 
 import ovirtsdk4.types as types
+import yaml
 
-from machines import unique_name
+from machines import machine_manifest, unique_name
 
 GIB = 1024 ** 3
 
@@ -62,3 +64,49 @@ def test_installer_spec_machine_reaches_running_with_the_requested_vm(menv):
     wide = menv.cluster.kubectl("-n", menv.namespace, "get", "machine", name, "-o", "wide").stdout
     assert "Running" in wide and f"ovirt://{vm_id}" in wide and name in wide
     assert ctl.proc.poll() is None
+
+
+
+def _wait(what, probe, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not probe():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+
+
+def test_vm_removed_behind_our_back_fails_the_machine_and_deletes_its_node(menv):
+    menv.controller()
+    name = menv.create_machine(unique_name())
+    m = menv.wait_phase(name, "Running", timeout=90)
+    conn = menv.sim.connection()
+    try:
+        svc = conn.system_service().vms_service().vm_service(m["metadata"]["annotations"]["VmId"])
+        svc.stop()
+        _wait("the VM to stop", lambda: svc.get().status == types.VmStatus.DOWN)
+        svc.remove()
+    finally:
+        conn.close()
+    # MAO: a provisioned Machine whose instance vanished is Failed (reference 3.1) ...
+    failed = menv.wait_phase(name, "Failed", timeout=120)
+    assert failed["status"]["errorMessage"] == "Can't find created instance."
+    # ... and the node controller deletes the Node of a VM gone by id and by name (reference 5).
+    _wait("the Node to be deleted", lambda: menv.cluster.kubectl("get", "node", name, check=False).returncode != 0)
+
+
+def test_machine_metadata_and_taints_reach_the_node(menv):
+    menv.controller()
+    name = unique_name()
+    manifest = machine_manifest(menv.inst, menv.namespace, name)
+    manifest["spec"]["metadata"] = {"labels": {"node-role.kubernetes.io/infra": ""},
+                                    "annotations": {"example.com/owner": "team-a"}}
+    manifest["spec"]["taints"] = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+    menv.wait_phase(name, "Running", timeout=90)
+
+    def node():
+        return json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+    _wait("the taint on the Node", lambda: any(t["key"] == "dedicated" for t in node()["spec"].get("taints", [])))
+    got = node()
+    assert got["metadata"]["labels"]["node-role.kubernetes.io/infra"] == ""
+    assert got["metadata"]["annotations"]["example.com/owner"] == "team-a"
+    assert {"key": "dedicated", "value": "infra", "effect": "NoSchedule"} in got["spec"]["taints"]

@@ -24,7 +24,7 @@ from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
 from machine_controller.ovirt.errors import MissingDependencyError
-from machine_controller.runtime.controller import Controller, enqueue_mapped, enqueue_object
+from machine_controller.runtime.controller import Controller, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer
 from machine_controller.runtime.kube import Rest, load_api_client
@@ -161,14 +161,18 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
 
     link = NodeLinkReconciler(rest, nodes.store, machines.store)
     lq = queue("nodelink")
-    nodes.add_handler(enqueue_object(lq))
+    # What nodelink reads of a Node; heartbeats (status.conditions) do not matter to it.
+    nodes.add_handler(when_changed(enqueue_object(lq), ("spec", "providerID"), ("spec", "taints"),
+                                   ("status", "addresses"), ("metadata", "labels"), ("metadata", "annotations"),
+                                   ("metadata", "deletionTimestamp")))
     machines.add_handler(enqueue_mapped(lq, lambda m: [] if m["metadata"].get("deletionTimestamp")
                                         else link.nodes_for_machine(m)))
     manager.add_controller(Controller("nodelink", lq, link.reconcile_quietly, workers=2, registry=registry))
 
     node_rec = OvirtNodeReconciler(rest, nodes.store, client, events)
     nq = queue("ovirt-node")
-    nodes.add_handler(enqueue_object(nq))
+    # A Node is looked up in oVirt when it appears, when its providerID changes, and at every resync.
+    nodes.add_handler(when_changed(enqueue_object(nq), ("spec", "providerID")))
     manager.add_controller(Controller("ovirt-node", nq, node_rec.reconcile, workers=2, registry=registry))
 
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),

@@ -1,12 +1,13 @@
 """Benchmark of the Machine controller: N Machines created at once against the simulator.
 
-    .venv/bin/python -m hack.bench.machines [--n 10,100] [--profile fast]
+    .venv/bin/python -m hack.bench.machines [--n 10,100] [--machineset 100] [--steady 60] [--profile fast]
 
 For each N it reports: the time until all N Machines are Running, divided by the simulator's own
 create+boot+IP time for one VM driven directly through the SDK (the floor no controller can beat); the oVirt
 requests per Machine (the simulator's own counters); the controller process's CPU time and peak resident memory.
-Then it deletes the Machines and reports the same for deletion. Nothing is asserted: speed is measured here,
-never in tests.
+Then it deletes the Machines and reports the same for deletion. The MachineSet variant scales a set 0 -> N -> 0
+with `kubectl scale` and counts the oVirt requests per minute of the steady state with N Running Machines.
+Nothing is asserted: speed is measured here, never in tests.
 """
 
 from __future__ import annotations
@@ -130,11 +131,56 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "peak_rss_mib": _proc_peak_rss_mib(ctl.proc.pid)}
 
 
+def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: float,
+                   steady_s: float) -> dict:
+    """Scale a MachineSet 0 -> n -> 0 with `kubectl scale`, and count the oVirt requests of a steady state with n
+    Running Machines (what the cluster costs the engine when nothing happens)."""
+    ms = ovirt_install.machineset_for(inst, NS)
+    ms["metadata"]["name"] = f"bench-set-{n}"
+    ms["spec"]["replicas"] = 0
+    ms["spec"]["selector"]["matchLabels"]["machine.openshift.io/cluster-api-machineset"] = ms["metadata"]["name"]
+    tpl = ms["spec"]["template"]
+    tpl["metadata"]["labels"]["machine.openshift.io/cluster-api-machineset"] = ms["metadata"]["name"]
+    tpl["metadata"]["labels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID
+    ms["metadata"]["labels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID
+    ms["spec"]["selector"]["matchLabels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID
+    value = tpl["spec"]["providerSpec"]["value"]
+    value.update(cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096,
+                 affinity_groups_names=[f"{INFRA_ID}-compute"])
+    kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+    sim.control.reset_counts()
+    t0 = time.monotonic()
+    kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], f"--replicas={n}")
+    while not ((p := kubectl.phases()) and len(p) == n and all(x == "Running" for x in p)):
+        time.sleep(0.25)
+    up_s = time.monotonic() - t0
+    up_requests = sum(sim.control.counts().values())
+
+    sim.control.reset_counts()
+    cpu0 = _proc_cpu_s(ctl.proc.pid)
+    time.sleep(steady_s)
+    steady_requests = sum(sim.control.counts().values())
+    steady_cpu = _proc_cpu_s(ctl.proc.pid) - cpu0
+
+    t1 = time.monotonic()
+    kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], "--replicas=0")
+    while kubectl.phases():
+        time.sleep(0.25)
+    down_s = time.monotonic() - t1
+    kubectl("-n", NS, "delete", "machineset", ms["metadata"]["name"])
+    return {"n": n, "up_s": up_s, "ratio": up_s / floor, "req_per_machine": up_requests / n, "down_s": down_s,
+            "steady_req_per_min": steady_requests * 60 / steady_s, "steady_cpu_pct": 100 * steady_cpu / steady_s}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", default="10,100", help="comma-separated Machine counts")
     parser.add_argument("--profile", default="fast", choices=["fast", "realtime"])
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--machineset", type=int, default=100,
+                        help="also scale a MachineSet 0 -> N -> 0 (0: skip)")
+    parser.add_argument("--steady", type=float, default=60.0, help="seconds of steady state measured")
+    parser.add_argument("--resync", type=float, default=600.0, help="controller --resync-period")
     args = parser.parse_args()
     counts = [int(x) for x in args.n.split(",")]
     work = Path(tempfile.mkdtemp(prefix="omc-bench-"))
@@ -144,7 +190,7 @@ def main() -> int:
         kubectl("apply", "-k", str(ovirt_install.REPO / "config" / "crd"))
         kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/machines.machine.openshift.io")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), profile=args.profile) as sim:
-            for i in range(max(counts) // 8 + 1):  # room for every VM: the seeded hosts hold a few dozen
+            for i in range(max(counts + [args.machineset]) // 8 + 1):  # room for every VM: the seeded hosts hold a few dozen
                 sim.control.add_host(f"bench-host-{i}", sockets=4, cores=16, threads=2, memory=1024 ** 4)
             conn = sim.connection()
             try:
@@ -156,10 +202,12 @@ def main() -> int:
             kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "samples" / "worker-user-data.yaml"))
             floor = single_vm_floor(sim, inst)
             ctl = ControllerProcess(plane.kubeconfig(), work / "controller.log",
-                                    extra_args=(f"--workers={args.workers}",)).start()
+                                    extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}")).start()
             try:
                 ctl.wait_ready()
                 rows = [run_one(n, kubectl, sim, inst, ctl, floor) for n in counts]
+                ms_row = run_machineset(args.machineset, kubectl, sim, inst, ctl, floor, args.steady) \
+                    if args.machineset else None
             finally:
                 ctl.stop()
     print(f"\nsimulator profile {args.profile!r}: one VM created+booted+IP through the bare SDK in {floor:.2f} s "
@@ -170,6 +218,12 @@ def main() -> int:
         print(f"{r['n']:>5} {r['create_s']:>11.1f}s {r['ratio']:>7.1f}x {r['create_req_per_machine']:>12.1f} "
               f"{r['delete_s']:>7.1f}s {r['delete_req_per_machine']:>10.1f} {r['cpu_s']:>7.1f} "
               f"{r['cpu_ms_per_machine']:>9.0f} {r['peak_rss_mib']:>7.0f}MiB")
+    if ms_row:
+        r = ms_row
+        print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.1f}x the floor), "
+              f"{r['req_per_machine']:.1f} oVirt requests per Machine; {r['n']} -> 0: {r['down_s']:.1f} s")
+        print(f"steady state with {r['n']} Running Machines over {args.steady:.0f} s (resync {args.resync:.0f} s): "
+              f"{r['steady_req_per_min']:.1f} oVirt requests/min, controller CPU {r['steady_cpu_pct']:.1f}%")
     return 0
 
 

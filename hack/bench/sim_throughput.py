@@ -100,7 +100,8 @@ def thousand_vms(sim, count: int, workers: int = 16) -> dict[str, float]:
     figures["create_per_s"] = count / (time.monotonic() - t0)
 
     def wait_all(status: types.VmStatus) -> None:
-        while any(v.status != status for v in vms.list()):
+        wanted = set(ids)
+        while any(v.status != status for v in vms.list() if v.id in wanted):
             time.sleep(0.2)
 
     wait_all(types.VmStatus.DOWN)

@@ -169,9 +169,10 @@ class Engine:
         return r, params, (r.template if r else (ROUTES.template_for(method, rel) or "<unmatched>"))
 
     def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
-               body: bytes) -> ApiResponse:
+               body: bytes, matched: tuple[Any, dict[str, str]] | None = None) -> ApiResponse:
+        """One API request; `matched` is the (route, params) the caller already looked up, if any."""
         rel = api_relative(path) or "/"
-        r, params = ROUTES.match(method, rel)
+        r, params = matched if matched is not None else ROUTES.match(method, rel)
         req = ApiRequest(method, rel, query, headers, body, params, r.template if r else "",
                          correlation_id(headers, query))
         if not self.tokens.check(headers.get("authorization")):

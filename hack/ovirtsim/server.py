@@ -75,23 +75,26 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
-        log.debug("%s %s", self.address_string(), format % args)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s", self.address_string(), format % args)
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length > 0 else b""
 
     def _send(self, status: int, body: bytes | str, content_type: str, headers: dict[str, str] | None = None) -> None:
+        """Status line, headers and body in one write: one TLS record and one segment for small replies."""
         data = body.encode() if isinstance(body, str) else body
-        self.send_response(status)
-        if data or status != 204:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        lines = [f"{self.protocol_version} {status} {self.responses.get(status, ('',))[0]}",
+                 f"Server: {self.server_version}", f"Date: {self.date_time_string()}",
+                 f"Content-Type: {content_type}", f"Content-Length: {len(data)}"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        if self.close_connection:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        self.wfile.write(head if self.command == "HEAD" else head + data)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s %s %s %d", self.address_string(), self.command, self.path, status)
 
     def _drop(self) -> None:
         """Close the connection without a reply: the client sees an empty reply / connection reset."""
@@ -117,7 +120,7 @@ class ApiHandler(_Handler):
         body = self._body()
         headers = {k.lower(): v for k, v in self.headers.items()}
 
-        route, _, template = engine.route("GET" if method == "HEAD" else method, path)
+        route, params, template = engine.route("GET" if method == "HEAD" else method, path)
         if path in SSO_TEMPLATES:
             template = SSO_TEMPLATES[path]
         engine.counters.count(method, template)
@@ -151,7 +154,8 @@ class ApiHandler(_Handler):
         if not path.startswith(API_PREFIX):
             self._send(404, b"", "text/plain")
             return
-        resp: ApiResponse = engine.handle("GET" if method == "HEAD" else method, path, query, headers, body)
+        resp: ApiResponse = engine.handle("GET" if method == "HEAD" else method, path, query, headers, body,
+                                          matched=(route, params))
         self._send(resp.status, resp.body, resp.content_type + ";charset=UTF-8" if resp.body else resp.content_type,
                    resp.headers)
 

@@ -186,3 +186,21 @@ def test_crash_and_pause_from_the_control_api(sim, conn):
     assert vm_service(conn, vm.id).get().status == types.VmStatus.PAUSED
     vm_service(conn, vm.id).start()  # resumes
     assert vm_service(conn, vm.id).get().status == types.VmStatus.UP
+
+
+def test_lost_host_leaves_vms_unknown_until_it_answers_again(sim, conn):
+    vm = start_up_vm(conn, "stranded")
+    svc = vm_service(conn, vm.id)
+    wait_for(lambda: svc.reported_devices_service().list())
+    host = conn.follow_link(svc.get().host)
+    sim.control.set_host_status(host.name, "non_responsive")
+    assert svc.get().status == types.VmStatus.UNKNOWN
+    assert svc.reported_devices_service().list() == []
+    with pytest.raises(sdk.Error) as info:
+        svc.stop()
+    assert info.value.code == 409
+    sim.control.set_host_status(host.name, "up")
+    assert svc.get().status == types.VmStatus.UP
+    assert svc.reported_devices_service().list()
+    sim.control.set_host_status(host.name, "down")  # rebooted or fenced: its VMs died with it
+    assert svc.get().status == types.VmStatus.DOWN

@@ -49,10 +49,6 @@ def incomplete(entity: str, fields: str, operation: str) -> ApiError:
     return ApiError(400, "Incomplete parameters", f"{entity} [{fields}] required for {operation}")
 
 
-def invalid_value(value: str, enum: str) -> ApiError:
-    return ApiError(400, "Invalid value", f"{value} is not a member of {enum}")
-
-
 # Localized VM status names used in VM_STATUS_ILLEGAL (`LocalizedVmStatus`).
 _STATUS_NAMES = {
     "image_locked": "Image Locked",

@@ -43,8 +43,21 @@ def vms_on_host(store: Store, host_id: str) -> list[types.Vm]:
             and store.vm_runtime(vm.id).host_id == host_id]
 
 
-def free_memory(store: Store, host: types.Host) -> int:
-    return (host.memory or 0) - sum(vm_scheduling_memory(v) for v in vms_on_host(store, host.id))
+def free_memory(store: Store, host: types.Host, used: dict[str, int] | None = None) -> int:
+    used = used if used is not None else memory_in_use(store)
+    return (host.memory or 0) - used.get(host.id, 0)
+
+
+def memory_in_use(store: Store) -> dict[str, int]:
+    """Scheduling memory of the VMs occupying each host, in one pass over the VMs."""
+    used: dict[str, int] = {}
+    occupying = RUNNING | {types.VmStatus.PAUSED, types.VmStatus.NOT_RESPONDING}
+    for vm in store.vms.all():
+        if vm.status in occupying:
+            host_id = store.vm_runtime(vm.id).host_id
+            if host_id:
+                used[host_id] = used.get(host_id, 0) + vm_scheduling_memory(vm)
+    return used
 
 
 def _groups_of(store: Store, vm: types.Vm) -> list[types.AffinityGroup]:
@@ -73,6 +86,7 @@ def pick_host(store: Store, vm: types.Vm) -> types.Host:
     # Placement hosts are resolved to ids when the VM is created or updated.
     pinned = {h.id for h in (vm.placement_policy.hosts or [])} if vm.placement_policy is not None else set()
     groups = _groups_of(store, vm)
+    used = memory_in_use(store)
     left: list[types.Host] = []
     for host in hosts:
         why = None
@@ -81,9 +95,9 @@ def pick_host(store: Store, vm: types.Vm) -> types.Host:
         elif need_cpu > host_vcpus(host):
             why = (f"The host {host.name} did not satisfy internal filter CPU because it does not have enough "
                    f"cores to run the VM.")
-        elif free_memory(store, host) < need_mem:
+        elif free_memory(store, host, used) < need_mem:
             why = (f"The host {host.name} did not satisfy internal filter Memory because its available memory is "
-                   f"too low ({free_memory(store, host) // MiB} MB) to run the VM.")
+                   f"too low ({free_memory(store, host, used) // MiB} MB) to run the VM.")
         else:
             why = _affinity_violation(store, vm, host, groups)
         if why:
@@ -92,7 +106,7 @@ def pick_host(store: Store, vm: types.Vm) -> types.Host:
             left.append(host)
     if not left:
         raise conflict(Msg.SCHEDULING_FILTERED, *reasons)
-    return max(left, key=lambda h: (free_memory(store, h), h.name))
+    return max(left, key=lambda h: (free_memory(store, h, used), h.name))
 
 
 def _affinity_violation(store: Store, vm: types.Vm, host: types.Host,

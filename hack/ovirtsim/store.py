@@ -10,7 +10,6 @@ due times, so a restarted engine resumes where it stopped.
 from __future__ import annotations
 
 import heapq
-import itertools
 import threading
 import time
 import uuid
@@ -172,7 +171,6 @@ class Store:
         self.runtime = RuntimeState()
         self.timeline: list[Transition] = []
         self.dirty = False
-        self._seq = itertools.count()
 
     def __getattr__(self, name: str) -> Table:
         tables = self.__dict__.get("tables", {})
@@ -190,10 +188,6 @@ class Store:
     def due(self, now: float) -> Iterator[Transition]:
         while self.timeline and self.timeline[0].due <= now:
             yield heapq.heappop(self.timeline)
-
-    def last_due(self, kind: str, target: str) -> float | None:
-        dues = [t.due for t in self.timeline if t.kind == kind and t.target == target]
-        return max(dues) if dues else None
 
     # -- runtime helpers ------------------------------------------------------------------------------------
     def vm_runtime(self, vm_id: str) -> VmRuntime:

@@ -14,6 +14,7 @@ turns into a followable list.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable
 
 import ovirtsdk4  # noqa: F401  (importing the package registers every reader and writer)
@@ -79,8 +80,13 @@ class _TextCursor:
         return "".join(self._parts)
 
 
+_NEEDS_ESCAPE = re.compile(r'[&<>"\r]')
+
+
 def _escape_text(value: str) -> str:
     # The same entities libxml2's writer (the SDK's C writer) emits, so documents are byte-identical.
+    if _NEEDS_ESCAPE.search(value) is None:
+        return value
     return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
             .replace("\r", "&#13;"))
 

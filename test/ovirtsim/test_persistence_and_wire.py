@@ -152,3 +152,16 @@ def test_control_api_reports_vms(sim, conn):
     assert info["ignition_valid"] is True and info["provisioned"] is True
     assert [v["name"] for v in sim.control.vms()] == ["observed"]
     assert json.loads(json.dumps(sim.control.health()))["ok"] is True
+
+
+def test_huge_ignition_payload_goes_through_expect_100_continue(sim, conn):
+    """libcurl sends `Expect: 100-continue` for bodies over 1 MiB (ref ovirt-api 1.2): a big Ignition config."""
+    big = json.dumps({"ignition": {"version": "3.2.0"},
+                      "storage": {"files": [{"path": f"/etc/f{i}", "contents": {"source": "data:," + "x" * 1000}}
+                                            for i in range(1500)]}})
+    assert len(big) > 1.2 * 2**20
+    vm = conn.system_service().vms_service().add(types.Vm(
+        name="bigign", cluster=types.Cluster(name="Default"), template=types.Template(name="rhcos"),
+        initialization=types.Initialization(custom_script=big, host_name="bigign")))
+    assert vm_service(conn, vm.id).get().initialization.custom_script == big
+    assert "100-continue for POST /ovirt-engine/api/vms" in sim.log_file.read_text()

@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from api import keys
 from api.meta import format_time, now
 from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.resources import MACHINES, NODES
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer
@@ -129,7 +130,9 @@ def running_controller(cluster, namespace: str, user: str = "admin") -> Iterator
     nodes = manager.add_informer(Informer(api, NODES))
     events = EventRecorder(api, "machineset-e2e")
     queue = WorkQueue("machineset", controller_rate_limiter(base=0.05, cap=2.0), registry=registry)
-    add_machineset_controller(manager, api, rest, machines, nodes, events, queue, namespace, resync_s=None)
+    mao = MaoCollector()
+    registry.register(mao)
+    add_machineset_controller(manager, api, rest, machines, nodes, events, queue, namespace, resync_s=None, mao=mao)
     manager.start()
     h = Harness(cluster, namespace, Rest(cluster.api_client()), events, registry)
     try:
@@ -271,8 +274,11 @@ def test_matching_orphans_are_adopted_and_others_left_alone(harness):
 
     harness.apply(machine("orphan", dict(template["metadata"]["labels"])))
     harness.apply(machine("stranger", {keys.LABEL_MACHINESET: "other"}))
+    # The other owner must exist: kube-controller-manager's garbage collector deletes a dependent whose owner
+    # does not (a made-up uid made this test race the collector).
+    harness.apply(machineset(harness.ns, name="someone-else", replicas=0))
     foreign_owner = {"apiVersion": keys.API_VERSION, "kind": "MachineSet", "name": "someone-else",
-                     "uid": "00000000-0000-0000-0000-000000000001", "controller": True}
+                     "uid": harness.get("machineset", "someone-else")["metadata"]["uid"], "controller": True}
     harness.apply(machine("owned-elsewhere", dict(template["metadata"]["labels"]), foreign_owner))
 
     harness.apply(machineset(harness.ns, replicas=1))

@@ -58,3 +58,13 @@ def test_two_replicas_elect_one_leader_and_fail_over(menv):
     assert _holder(menv.cluster, menv.namespace, lease) == standby.identity
     assert "created VM" in standby.log_text()
     assert len(menv.vms_named(second)) == 1
+
+
+def test_the_whole_deployment_applies_with_kubectl_apply_k(cluster):
+    # Server-side dry run: the API server validates every object of config/ (CRDs, namespace, RBAC, Deployment).
+    out = cluster.kubectl("apply", "-k", str(REPO / "config"), "--dry-run=server").stdout
+    for obj in ("customresourcedefinition.apiextensions.k8s.io/machines.machine.openshift.io",
+                "deployment.apps/ovirt-machine-controller", "serviceaccount/machine-api-controllers",
+                "clusterrole.rbac.authorization.k8s.io/ovirt-machine-controller",
+                "role.rbac.authorization.k8s.io/ovirt-machine-controller"):
+        assert obj in out, out

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA")
     serve.add_argument("--cert-dir", default=None,
                        help="where the CA (ca.pem) and server certificate go; default: next to the state file "
-                            "or ./.ovirtsim-pki")
+                            "(pki/), else a new temporary directory")
     serve.add_argument("--state-file", default=None, help="persist the engine state here and reload it on start")
     serve.add_argument("--profile", choices=[p.value for p in Profile], default=Profile.FAST.value,
                        help="timing profile: fast (tests) or realtime (close to a real engine)")

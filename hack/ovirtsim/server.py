@@ -12,6 +12,7 @@ import json
 import logging
 import socket
 import ssl
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -230,7 +231,7 @@ class Simulator:
         self.cert_files = None
         ctx = None
         if config.tls:
-            self.cert_files = generate(config.cert_dir or ".ovirtsim-pki")
+            self.cert_files = generate(config.cert_dir or tempfile.mkdtemp(prefix="ovirtsim-pki-"))
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(self.cert_files.cert_file, self.cert_files.key_file)
         self.api_server = _Server(config.port, ApiHandler, ctx, self)

@@ -165,3 +165,14 @@ def test_huge_ignition_payload_goes_through_expect_100_continue(sim, conn):
         initialization=types.Initialization(custom_script=big, host_name="bigign")))
     assert vm_service(conn, vm.id).get().initialization.custom_script == big
     assert "100-continue for POST /ovirt-engine/api/vms" in sim.log_file.read_text()
+
+
+def test_starts_quickly(tmp_path):
+    """Sanity bound only (the figure itself is measured by hack/bench/sim_throughput.py: ~0.35 s)."""
+    import time
+
+    t0 = time.monotonic()
+    with running_simulator(tmp_path) as sim:
+        elapsed = time.monotonic() - t0
+        assert sim.control.health()["ok"]
+    assert elapsed < 5.0 and sim.startup_seconds < 2.0

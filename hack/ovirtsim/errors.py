@@ -78,12 +78,12 @@ class Msg:
         return f"Cannot {action} VM. VM is not running."
 
     @staticmethod
-    def vm_status_illegal(action: str, status: str) -> str:
-        return f"Cannot {action} VM because the VM is in {status_name(status)} status."
+    def vm_status_illegal(action: str, status: str, kind: str = "VM") -> str:
+        return f"Cannot {action} {kind} because the VM is in {status_name(status)} status."
 
     @staticmethod
-    def vm_locked(action: str) -> str:
-        return f"Cannot {action} VM: VM is locked. Please try again in a few minutes."
+    def vm_locked(action: str, kind: str = "VM") -> str:
+        return f"Cannot {action} {kind}: VM is locked. Please try again in a few minutes."
 
     @staticmethod
     def disks_locked(action: str, kind: str, aliases: list[str]) -> str:

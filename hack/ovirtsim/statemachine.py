@@ -75,18 +75,14 @@ def check(action: VmAction, status: S, force: bool = False) -> None:
         if status is S.SUSPENDED:
             raise conflict(Msg.VM_REMOVE_NOT_DOWN)
         raise conflict(Msg.vm_is_running(verb))
-    if action is VmAction.EXTEND_DISK:
-        if status in (S.DOWN, S.UP, S.SUSPENDED):
+    if action in (VmAction.EXTEND_DISK, VmAction.HOTPLUG):
+        # Disk commands: the message's type is the disk (`VAR__TYPE__DISK`), the status the VM's.
+        allowed = (S.DOWN, S.UP, S.SUSPENDED) if action is VmAction.EXTEND_DISK else (S.DOWN, S.UP, S.PAUSED)
+        if status in allowed:
             return
         if status is S.IMAGE_LOCKED:
-            raise conflict(Msg.vm_locked(verb))
-        raise conflict(Msg.vm_status_illegal(verb, status.value))
-    if action is VmAction.HOTPLUG:
-        if status in (S.DOWN, S.UP, S.PAUSED):
-            return
-        if status is S.IMAGE_LOCKED:
-            raise conflict(Msg.vm_locked(verb))
-        raise conflict(Msg.vm_status_illegal(verb, status.value))
+            raise conflict(Msg.vm_locked(verb, "Virtual Disk"))
+        raise conflict(Msg.vm_status_illegal(verb, status.value, "Virtual Disk"))
     if action is VmAction.EDIT:
         if status is S.IMAGE_LOCKED:
             raise conflict(Msg.vm_locked(verb))

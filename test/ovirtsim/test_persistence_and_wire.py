@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import ovirtsdk4 as sdk
@@ -176,3 +177,27 @@ def test_starts_quickly(tmp_path):
         elapsed = time.monotonic() - t0
         assert sim.control.health()["ok"]
     assert elapsed < 5.0 and sim.startup_seconds < 2.0
+
+
+def test_logout_revokes_the_token(sim):
+    ctx = ssl.create_default_context(cafile=sim.ca_file)
+    sso = sim.url.replace("/ovirt-engine/api", "/ovirt-engine/sso/oauth/token")
+    form = urllib.parse.urlencode({"grant_type": "password", "scope": "ovirt-app-api",
+                                   "username": sim.username, "password": sim.password}).encode()
+    with urllib.request.urlopen(urllib.request.Request(sso, data=form), context=ctx) as resp:
+        token = json.loads(resp.read())["access_token"]
+    conn = sim.connection(username=None, password=None, token=token)
+    assert conn.system_service().get().product_info is not None
+    conn.close()  # logs out: POST /ovirt-engine/services/sso-logout with the token
+    assert sim.control.counts()["POST /services/sso-logout"] == 1
+    req = urllib.request.Request(sim.url, headers={"Authorization": f"Bearer {token}"})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(req, context=ctx)
+    assert info.value.code == 401
+
+
+def test_realtime_profile_and_timing_overrides(tmp_path):
+    with running_simulator(tmp_path, profile="realtime", timings={"vm_create": 0.5}) as sim:
+        timings = sim.control.timings()
+        assert timings["powering_up"] == 45.0 and timings["vm_create"] == 0.5
+        assert sim.control.set_timings(powering_up=1.0)["powering_up"] == 1.0

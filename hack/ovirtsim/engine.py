@@ -22,7 +22,7 @@ from hack.ovirtsim.faults import FaultInjector, RequestCounters
 from hack.ovirtsim.guest import NodeAgent
 from hack.ovirtsim.router import ROUTES, ApiRequest, ApiResponse, correlation_id
 from hack.ovirtsim.seed import seed
-from hack.ovirtsim.store import Store, href, new_id
+from hack.ovirtsim.store import Store, Transition, href, new_id
 
 log = logging.getLogger("ovirtsim")
 
@@ -111,7 +111,7 @@ class Engine:
             for t in list(store.due(now)):
                 self._apply(t)
 
-    def _apply(self, t: Any) -> None:
+    def _apply(self, t: Transition) -> None:
         store = self.store
         if t.kind == "vm":
             vm = store.vms.get(t.target)

@@ -218,7 +218,6 @@ def add_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
     disk_ops.check_space(store, [p for p, _ in plans], "add", "VM")
 
     # Everything is valid: create.
-    requested_nics = vm.nics
     for attr in EMBEDDED:
         setattr(vm, attr, None)
     vm.id = new_id()
@@ -242,7 +241,7 @@ def add_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
     for plan, template_da in plans:
         disk = disk_ops.create_disk(engine, plan, t.vm_create)
         _attach(store, vm, disk, template_da)
-    _copy_template_devices(store, vm, template, requested_nics)
+    _copy_template_devices(store, vm, template)
 
     if plans:
         statemachine.begin_create(store, vm, t)
@@ -290,7 +289,8 @@ def _attach(store: Store, vm: types.Vm, disk: types.Disk, like: types.DiskAttach
     return da
 
 
-def _copy_template_devices(store: Store, vm: types.Vm, template: types.Template, requested_nics: Any) -> None:
+def _copy_template_devices(store: Store, vm: types.Vm, template: types.Template) -> None:
+    """The new VM gets the template's NICs (new MACs) and graphics consoles; NICs in the request are ignored."""
     from hack.ovirtsim.resources.vm_devices import add_nic_row
 
     for tnic in store.template_nics.children(template.id):

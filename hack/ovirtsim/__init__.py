@@ -20,7 +20,7 @@ Module map (one home per concept):
 * `seed`              -- the default inventory (data center, cluster, hosts, storage, RHCOS template)
 * `resources/*`       -- the API handlers, one module per family of collections
 * `guest`             -- what runs inside a VM: guest agent IPs, Ignition, the Kubernetes Node, block devices
-* `faults`            -- injected faults for tests
+* `faults`            -- injected faults and the request counters, for tests
 * `control`           -- the control API for tests (JSON, separate port)
 * `persistence`       -- state file save/load
 * `engine`            -- ties the above together

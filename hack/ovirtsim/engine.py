@@ -40,9 +40,9 @@ class Engine:
         self.config = config
         self.timings = config.timings()
         self.store = Store()
-        self.tokens = TokenStore(config.username, config.password, self.timings.token_ttl)
         self.faults = FaultInjector()
         self.counters = RequestCounters()
+        self.tokens = TokenStore(config.username, config.password, self.timings.token_ttl)
         self.started_at = time.time()
         self._stop = threading.Event()
         self._last_save = 0.0
@@ -53,7 +53,9 @@ class Engine:
     # -- lifecycle ------------------------------------------------------------------------------------------
     def load_or_seed(self) -> None:
         with self.store.lock:
-            if self.config.state_file and persistence.load(self.config.state_file, self.store):
+            counts = persistence.load(self.config.state_file, self.store) if self.config.state_file else None
+            if counts is not None:
+                self.counters.reset(counts)
                 log.info("state loaded from %s", self.config.state_file)
                 return
             if self.config.seed:
@@ -81,13 +83,13 @@ class Engine:
             self.save()
             self.tokens.expire_all()
             if self.config.state_file:
-                persistence.load(self.config.state_file, self.store)
+                persistence.load(self.config.state_file, self.store)  # counters: this process kept them
 
     def save(self) -> None:
         if not self.config.state_file:
             return
         with self.store.lock:
-            data = persistence.snapshot(self.store)
+            data = persistence.snapshot(self.store, self.counters.snapshot())
             self.store.dirty = False
             self._last_save = time.time()
         persistence.write(self.config.state_file, data)

@@ -114,6 +114,6 @@ class RequestCounters:
         with self._lock:
             return dict(self._counts)
 
-    def reset(self) -> None:
+    def reset(self, counts: dict[str, int] | None = None) -> None:
         with self._lock:
-            self._counts.clear()
+            self._counts = Counter(counts or {})

@@ -21,10 +21,12 @@ from hack.ovirtsim.store import (TABLES, Counters, RuntimeState, StorageRuntime,
 FORMAT = 1
 
 
-def snapshot(store: Store) -> dict[str, Any]:
-    """Serialize under the store lock (cheap), so the file write can happen outside it."""
+def snapshot(store: Store, request_counts: dict[str, int] | None = None) -> dict[str, Any]:
+    """Serialize under the store lock (cheap), so the file write can happen outside it. The request counters are
+    test instrumentation, not engine data, but they ride along so a restarted simulator keeps counting."""
     rt = store.runtime
     return {
+        "request_counts": request_counts or {},
         "format": FORMAT,
         "saved_at": time.time(),
         "tables": {name: xmlio.write_table(list(store.tables[name].all()), spec.root)
@@ -43,11 +45,11 @@ def write(path: str | Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def load(path: str | Path, store: Store) -> bool:
-    """Fill `store` from the file; False if there is no file."""
+def load(path: str | Path, store: Store) -> dict[str, int] | None:
+    """Fill `store` from the file and return the saved request counters; None if there is no file."""
     path = Path(path)
     if not path.exists():
-        return False
+        return None
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT:
         raise ValueError(f"{path}: unsupported state format {data.get('format')!r}")
@@ -67,4 +69,4 @@ def load(path: str | Path, store: Store) -> bool:
     )
     store.timeline = sorted(Transition(**t) for t in data["timeline"])
     store.dirty = False
-    return True
+    return dict(data.get("request_counts", {}))

@@ -50,10 +50,12 @@ def test_restart_keeps_every_vm_disk_and_group(tmp_path, kill):
         if kill:  # only what the periodic save (every 0.5 s while dirty) wrote survives a crash: wait for it
             wait_for(lambda: up.id in json.loads(sim.state_file.read_text())["tables"]["affinity_groups"],
                      timeout=5)
+        created = sim.control.counts()["POST /vms"]
         sim.restart(kill=kill)
         # The SDK's token died with the engine: the next call gets 401, logs in again and goes on.
         after = _snapshot(conn)
         assert after == before
+        assert sim.control.counts()["POST /vms"] == created == 2  # the counters ride along in the state file
         # The running VM is still running and reports its IPs; the down one can be started.
         assert vm_service(conn, up.id).get().status == types.VmStatus.UP
         assert wait_for(lambda: vm_service(conn, up.id).reported_devices_service().list())

@@ -16,7 +16,7 @@ from machine_controller.controllers.machine_metrics import ITEMS as MACHINE_ITEM
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
-                                                     internal_ip_index, provider_id_index)
+                                                     internal_ip_index, node_ready, provider_id_index)
 from machine_controller.controllers.nodes import OvirtNodeReconciler
 from machine_controller.controllers.resources import INFRASTRUCTURES, MACHINES, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
@@ -164,15 +164,16 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     # What nodelink reads of a Node; heartbeats (status.conditions) do not matter to it.
     nodes.add_handler(when_changed(enqueue_object(lq), ("spec", "providerID"), ("spec", "taints"),
                                    ("status", "addresses"), ("metadata", "labels"), ("metadata", "annotations"),
-                                   ("metadata", "deletionTimestamp")))
+                                   ("metadata", "deletionTimestamp"), node_ready))
     machines.add_handler(enqueue_mapped(lq, lambda m: [] if m["metadata"].get("deletionTimestamp")
                                         else link.nodes_for_machine(m)))
     manager.add_controller(Controller("nodelink", lq, link.reconcile_quietly, workers=2, registry=registry))
 
     node_rec = OvirtNodeReconciler(rest, nodes.store, client, events)
     nq = queue("ovirt-node")
-    # A Node is looked up in oVirt when it appears, when its providerID changes, and at every resync.
-    nodes.add_handler(when_changed(enqueue_object(nq), ("spec", "providerID")))
+    # A Node is looked up in oVirt when it appears, when its providerID or readiness changes (a VM that stopped
+    # or vanished makes its Node NotReady/Unknown), and at every resync.
+    nodes.add_handler(when_changed(enqueue_object(nq), ("spec", "providerID"), node_ready))
     manager.add_controller(Controller("ovirt-node", nq, node_rec.reconcile, workers=2, registry=registry))
 
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),

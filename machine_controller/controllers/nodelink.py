@@ -10,6 +10,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from api import keys
+from api.meta import format_time, now
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import Rest, object_key
@@ -32,6 +33,14 @@ def internal_ip_index(obj: dict) -> Iterable[str]:
             if a.get("type") == "InternalIP" and a.get("address")]
 
 
+def node_ready(node: dict) -> str | None:
+    """The status of the Node's Ready condition ("True", "False", "Unknown"), or None before the kubelet reports."""
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status")
+    return None
+
+
 class AmbiguousMatch(Exception):
     transient = True
 
@@ -41,6 +50,7 @@ class NodeLinkReconciler:
         self._rest = rest
         self._nodes = nodes
         self._machines = machines
+        self._ready_seen: dict[str, str | None] = {}  # node name -> Ready status last written to its Machine
 
     def machine_for(self, node: dict) -> dict | None:
         pid = (node.get("spec") or {}).get("providerID")
@@ -74,15 +84,22 @@ class NodeLinkReconciler:
         if machine is None:
             return None
         meta = node["metadata"]
+        if meta.get("deletionTimestamp"):
+            self._ready_seen.pop(meta["name"], None)
+            return None
         ref = {"kind": "Node", "name": meta["name"], "uid": meta["uid"]}
         current = (machine.get("status") or {}).get("nodeRef") or {}
-        if (current.get("name"), current.get("uid")) != (ref["name"], ref["uid"]):
+        ready = node_ready(node)
+        linked = (current.get("name"), current.get("uid")) == (ref["name"], ref["uid"])
+        if not linked or self._ready_seen.get(meta["name"], "unseen") != ready:
+            # As MAO's nodelink, nodeRef and lastUpdated are rewritten at every Ready flip of the Node: the Machine
+            # changes, so the Machine controller looks at its instance again (a VM gone, a node unreachable).
             mm = machine["metadata"]
-            self._rest.merge_patch(MACHINES, mm["name"], {"status": {"nodeRef": ref}}, mm["namespace"],
-                                   subresource="status")
-            log.info("linked machine to node", machine=object_key(machine), node=meta["name"])
-        if meta.get("deletionTimestamp"):
-            return None
+            self._rest.merge_patch(MACHINES, mm["name"], {"status": {"nodeRef": ref, "lastUpdated": format_time(now())}},
+                                   mm["namespace"], subresource="status")
+            self._ready_seen[meta["name"]] = ready
+            if not linked:
+                log.info("linked machine to node", machine=object_key(machine), node=meta["name"])
         self._sync_node(node, machine)
         return None
 

@@ -163,19 +163,23 @@ def enqueue_mapped(queue: WorkQueue, mapper: Callable[[dict[str, Any]], Iterable
     return EventHandler(on_add=enqueue, on_update=on_update, on_delete=enqueue)
 
 
-def when_changed(handler: EventHandler, *paths: tuple[str, ...]) -> EventHandler:
-    """Pass an update on only when one of the `paths` (e.g. `("spec", "providerID")`) differs, or on a resync (the
-    informer re-emits an object as its own update). Adds and deletes always pass. controller-runtime's predicates:
-    a Node's heartbeat rewrites its status every few seconds, and a controller that does not read the heartbeat
-    must not pay an oVirt lookup for each one."""
 
-    def dig(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
-        for part in path:
+
+def when_changed(handler: EventHandler, *views: Any) -> EventHandler:
+    """Pass an update on only when one of the `views` of the object differs, or on a resync (the informer re-emits
+    an object as its own update); adds and deletes always pass. A view is a path such as `("spec", "providerID")`
+    or a function of the object. controller-runtime's predicates: a Node's heartbeat rewrites its status every
+    few seconds, and a controller that does not read the heartbeat must not pay an oVirt lookup for each one."""
+
+    def view(obj: dict[str, Any], v: Any) -> Any:
+        if callable(v):
+            return v(obj)
+        for part in v:
             obj = (obj or {}).get(part) if isinstance(obj, dict) else None
         return obj
 
     def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
-        if handler.on_update and (old is new or any(dig(old, p) != dig(new, p) for p in paths)):
+        if handler.on_update and (old is new or any(view(old, v) != view(new, v) for v in views)):
             handler.on_update(old, new)
 
     return EventHandler(on_add=handler.on_add, on_update=on_update, on_delete=handler.on_delete)

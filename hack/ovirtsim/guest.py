@@ -10,7 +10,7 @@
   UUID oVirt gives the guest, ref storage 2.3); it renews the Ready heartbeat while the VM is up. `spec.providerID`
   is left to the providerID controller (ref machine-api 5). A gracefully stopped guest posts Ready=False; a crashed,
   killed or removed one goes silent and its Node becomes Ready=Unknown after the grace period, as the node
-  lifecycle controller does.
+  lifecycle controller does; so does a powered-off one (`stop`), whose kubelet had no chance to say goodbye.
 * Block devices (ref storage 2.5): every active disk attachment is a disk of the guest whose serial is the disk id
   (virtio-blk truncates serials to 20 bytes), with the `/dev/disk/by-id` links RHCOS's udev creates.
 """
@@ -260,7 +260,7 @@ class NodeAgent:
                     continue
                 views.append(_GuestView(vm.id, rt.node_name or host_name(vm), running,
                                         vm.status in (types.VmStatus.POWERING_DOWN, types.VmStatus.DOWN)
-                                        and not rt.crashed,
+                                        and rt.graceful_stop,
                                         guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0))
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name

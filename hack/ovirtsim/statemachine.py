@@ -114,6 +114,7 @@ def begin_start(store: Store, vm: types.Vm, host: types.Host, t: Timings, guest_
     gen = _begin(store, vm, S.UP if resuming else S.WAIT_FOR_LAUNCH)
     rt.host_id = host.id
     rt.crashed = False
+    rt.graceful_stop = False
     rt.has_agent = guest_agent
     vm.host = types.Host(id=host.id)
     vm.host.href = host.href
@@ -128,6 +129,7 @@ def begin_start(store: Store, vm: types.Vm, host: types.Host, t: Timings, guest_
 
 
 def begin_stop(store: Store, vm: types.Vm, t: Timings, graceful: bool) -> None:
+    store.vm_runtime(vm.id).graceful_stop = graceful
     if vm.status in (S.SUSPENDED, S.PAUSED) and not graceful:
         _enter_down(store, vm, _begin(store, vm, S.DOWN), reason=None)
         return
@@ -148,6 +150,7 @@ def crash(store: Store, vm: types.Vm, reason: str = "crashed") -> None:
     `down` with an error exit status at once; no shutdown happens inside the guest."""
     gen = _begin(store, vm, S.DOWN)
     store.vm_runtime(vm.id).crashed = True
+    store.vm_runtime(vm.id).graceful_stop = False
     _enter_down(store, vm, gen, reason=reason)
 
 

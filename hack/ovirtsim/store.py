@@ -123,6 +123,7 @@ class VmRuntime:
     init_payload: str | None = None  # what the guest got at first boot (Ignition JSON for RHCOS)
     thin: bool = False  # created without clone: disks are overlays on the template's
     crashed: bool = False
+    graceful_stop: bool = False  # the last stop was a guest shutdown (its kubelet could say goodbye)
     provisioned: bool = False  # the guest OS got a valid Ignition config once (RHCOS provisions on first boot)
     node_name: str | None = None  # the Kubernetes Node this guest registered, if any
 

@@ -1,5 +1,6 @@
 """The simulated guest joins a real API server like an RHCOS node: Node named after the host name, InternalIP,
-Ready while up; NotReady when stopped, Unknown when crashed; an invalid Ignition payload never joins."""
+Ready while up; Ready=False after a guest shutdown, Unknown once silent after a power-off or a crash; an invalid
+Ignition payload never joins."""
 
 from __future__ import annotations
 
@@ -96,6 +97,13 @@ def test_guest_with_ignition_joins_and_follows_the_vm_lifecycle(guest_env):
     svc = conn.system_service().vms_service().vm_service(vm.id)
     svc.shutdown()
     _wait(lambda: _ready(_node(core, name)) == "False")
+    svc.start()
+    _wait(lambda: _ready(_node(core, name)) == "True")
+
+    svc.stop()  # power off: the kubelet cannot post; the Node goes silent, then Unknown (never False)
+    seen = []
+    _wait(lambda: seen.append(_ready(_node(core, name))) or seen[-1] == "Unknown")
+    assert "False" not in seen
     svc.start()
     _wait(lambda: _ready(_node(core, name)) == "True")
 

@@ -15,8 +15,9 @@ from machine_controller.controllers.machine import MachineReconciler
 from machine_controller.controllers.machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.node_status import node_ready
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
-                                                     internal_ip_index, node_ready, provider_id_index)
+                                                     internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import OvirtNodeReconciler
 from machine_controller.controllers.resources import INFRASTRUCTURES, MACHINES, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator

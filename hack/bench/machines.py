@@ -32,6 +32,7 @@ from hack.ovirtsim.testing import running_simulator
 NS = "openshift-machine-api"
 INFRA_ID = "bench-x7k2p"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+SETTLE_S = 40.0
 
 
 def _proc_cpu_s(pid: int) -> float:
@@ -156,10 +157,14 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     up_s = time.monotonic() - t0
     up_requests = sum(sim.control.counts().values())
 
+    # Let the last requeues of provisioning (Provisioned is looked at again after 30 s) pass first.
+    time.sleep(SETTLE_S)
     sim.control.reset_counts()
     cpu0 = _proc_cpu_s(ctl.proc.pid)
     time.sleep(steady_s)
-    steady_requests = sum(sim.control.counts().values())
+    steady_counts = sim.control.counts()
+    steady_requests = sum(steady_counts.values())
+    top = sorted(steady_counts.items(), key=lambda kv: -kv[1])[:4]
     steady_cpu = _proc_cpu_s(ctl.proc.pid) - cpu0
 
     t1 = time.monotonic()
@@ -169,7 +174,8 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     down_s = time.monotonic() - t1
     kubectl("-n", NS, "delete", "machineset", ms["metadata"]["name"])
     return {"n": n, "up_s": up_s, "ratio": up_s / floor, "req_per_machine": up_requests / n, "down_s": down_s,
-            "steady_req_per_min": steady_requests * 60 / steady_s, "steady_cpu_pct": 100 * steady_cpu / steady_s}
+            "steady_req_per_min": steady_requests * 60 / steady_s, "steady_cpu_pct": 100 * steady_cpu / steady_s,
+            "steady_top": ", ".join(f"{k} {v}" for k, v in top)}
 
 
 def main() -> int:
@@ -224,6 +230,7 @@ def main() -> int:
               f"{r['req_per_machine']:.1f} oVirt requests per Machine; {r['n']} -> 0: {r['down_s']:.1f} s")
         print(f"steady state with {r['n']} Running Machines over {args.steady:.0f} s (resync {args.resync:.0f} s): "
               f"{r['steady_req_per_min']:.1f} oVirt requests/min, controller CPU {r['steady_cpu_pct']:.1f}%")
+        print(f"  most frequent steady-state requests: {r['steady_top'] or 'none'}")
     return 0
 
 

@@ -16,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from machine_controller.runtime.kube import Rest
 
+from .node_status import node_ready
 from .resources import EVICTION_SUBRESOURCE, NODES, PODS
 
 _MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
@@ -29,10 +30,7 @@ class DrainProgress:
 
 
 def node_unreachable(node: dict) -> bool:
-    for cond in node.get("status", {}).get("conditions", []) or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "Unknown"
-    return False
+    return node_ready(node) == "Unknown"
 
 
 def _owned_by_daemonset(pod: dict) -> bool:

@@ -28,7 +28,8 @@ from api import keys
 from api.machine import Machine
 from api.machineset import MachineSet
 from api.meta import ConditionStatus, now as utc_now, parse_time
-from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, owner_keys
+from machine_controller.runtime.controller import (Controller, Result, enqueue_mapped, enqueue_object, owner_keys,
+                                                   when_changed)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
@@ -40,6 +41,7 @@ from .delete_policy import machines_to_delete
 from .expectations import Expectations
 from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
 from .mao_metrics import MaoCollector
+from .node_status import node_ready, ready_condition
 from .resources import MACHINES, MACHINESETS
 
 log = structlog.get_logger(__name__)
@@ -216,11 +218,11 @@ class MachineSetReconciler:
         node = self._nodes.get(machine.status.node_ref.name)
         if node is None:
             return None
-        for condition in (node.get("status") or {}).get("conditions") or []:
-            if condition.get("type") == "Ready" and condition.get("status") == ConditionStatus.TRUE:
-                since = condition.get("lastTransitionTime")
-                return parse_time(since) if since else self._clock()
-        return None
+        condition = ready_condition(node)
+        if condition is None or condition.get("status") != ConditionStatus.TRUE:
+            return None
+        since = condition.get("lastTransitionTime")
+        return parse_time(since) if since else self._clock()
 
     def _write_status(self, obj: dict, status: dict[str, Any]) -> None:
         old = obj.get("status") or {}
@@ -343,7 +345,8 @@ def add_machineset_controller(manager: Manager, api: ApiClient, rest: Rest, mach
     reconciler = MachineSetReconciler(rest, machinesets.store, machines.store, nodes.store, events)
     machinesets.add_handler(enqueue_object(queue))
     machines.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_machine))
-    nodes.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_node))
+    # Only a Node's readiness counts for ready/available replicas: its heartbeats must not wake the set.
+    nodes.add_handler(when_changed(enqueue_mapped(queue, reconciler.machinesets_for_node), node_ready))
     if mao is not None:
         mao.add(MACHINESET_ITEMS, machinesets.store.list, machineset_families)
     manager.add_controller(Controller("machineset", queue, reconciler.reconcile, workers=workers,

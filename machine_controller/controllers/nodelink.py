@@ -15,6 +15,7 @@ from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import Rest, object_key
 
+from .node_status import node_ready
 from .resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
@@ -31,14 +32,6 @@ def provider_id_index(obj: dict) -> Iterable[str]:
 def internal_ip_index(obj: dict) -> Iterable[str]:
     return [a["address"] for a in (obj.get("status") or {}).get("addresses") or []
             if a.get("type") == "InternalIP" and a.get("address")]
-
-
-def node_ready(node: dict) -> str | None:
-    """The status of the Node's Ready condition ("True", "False", "Unknown"), or None before the kubelet reports."""
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status")
-    return None
 
 
 class AmbiguousMatch(Exception):

@@ -68,14 +68,6 @@ def watch_until(kubectl: Kubectl, done, what: str, timeout: float = 180.0) -> No
     raise TimeoutError(f"machines never became {what} in {timeout:.0f}s")
 
 
-def machine_from_sample(inst: ovirt_install.Installation, name: str) -> dict:
-    ms = ovirt_install.machineset_for(inst, NAMESPACE)
-    tpl = ms["spec"]["template"]
-    labels = {k: v for k, v in tpl["metadata"]["labels"].items() if not k.endswith("-machineset")}
-    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels}, "spec": tpl["spec"]}
-
-
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="omc-demo-"))
     plane = LocalControlPlane()
@@ -115,7 +107,7 @@ def main() -> int:
             _say("Creating two standalone worker Machines with the installer's provider spec")
             names = [f"{INFRA_ID}-worker-a", f"{INFRA_ID}-worker-b"]
             for name in names:
-                kubectl.apply(machine_from_sample(inst, name), f"{name}.yaml")
+                kubectl.apply(ovirt_install.machine_for(inst, NAMESPACE, name), f"{name}.yaml")
             watch_until(kubectl, lambda ms: len(ms) == 2 and all(
                 (m.get("status") or {}).get("phase") == "Running" for m in ms), "Running")
 

@@ -72,3 +72,20 @@ def machineset_for(inst: Installation, namespace: str | None = None) -> dict[str
     if namespace:
         ms["metadata"]["namespace"] = namespace
     return ms
+
+
+def machine_for(inst: Installation, namespace: str, name: str, **provider_overrides: Any) -> dict[str, Any]:
+    """A standalone Machine from the sample MachineSet's template (without the MachineSet label, so no set adopts
+    it). Provider-spec keys given as overrides replace the template's; None removes a key."""
+    template = machineset_for(inst, namespace)["spec"]["template"]
+    spec = template["spec"]
+    value = spec["providerSpec"]["value"]
+    for key, val in provider_overrides.items():
+        if val is None:
+            value.pop(key, None)
+        else:
+            value[key] = val
+    labels = {k: v for k, v in template["metadata"]["labels"].items() if not k.endswith("-machineset")}
+    labels["machine.openshift.io/cluster-api-cluster"] = inst.infra_id
+    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": spec}

@@ -3,7 +3,6 @@ test, and bounded waits on what a user would look at (`kubectl get machine -o js
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 import uuid
@@ -25,20 +24,8 @@ def unique_name(prefix: str = "worker") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def machine_manifest(inst: ovirt_install.Installation, namespace: str, name: str,
-                     **provider_overrides: Any) -> dict[str, Any]:
-    ms = ovirt_install.machineset_for(inst, namespace)
-    template = ms["spec"]["template"]
-    spec = copy.deepcopy(template["spec"])
-    value = spec["providerSpec"]["value"]
-    for key, val in provider_overrides.items():
-        if val is None:
-            value.pop(key, None)
-        else:
-            value[key] = val
-    labels = {k: v for k, v in template["metadata"]["labels"].items() if not k.endswith("-machineset")}
-    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": spec}
+# A standalone Machine shaped like the installer's workers (see hack.ovirt_install.machine_for).
+machine_manifest = ovirt_install.machine_for
 
 
 class MachineEnv:

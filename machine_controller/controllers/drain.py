@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from kubernetes.client.exceptions import ApiException
 
+from api.meta import parse_time
 from machine_controller.runtime.kube import Rest
 
 from .node_status import node_ready
@@ -46,8 +47,7 @@ def _deletion_older_than(pod: dict, seconds: float) -> bool:
     ts = pod["metadata"].get("deletionTimestamp")
     if not ts:
         return False
-    started = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
-    return (dt.datetime.now(dt.timezone.utc) - started).total_seconds() > seconds
+    return (dt.datetime.now(dt.timezone.utc) - parse_time(ts)).total_seconds() > seconds
 
 
 class Drainer:

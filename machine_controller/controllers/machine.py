@@ -134,12 +134,7 @@ class MachineReconciler:
         annotations = {keys.ANNOTATION_VM_ID: progress.vm_id}
         if progress.vm_state:
             annotations[keys.ANNOTATION_INSTANCE_STATE] = progress.vm_state
-        current = machine.metadata.annotations
-        if any(current.get(k) != v for k, v in annotations.items()):
-            updated = self._patch_meta(obj, {"annotations": annotations})
-            obj.update(updated)
-            machine.metadata.annotations.update(annotations)
-            machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        self._annotate(obj, machine, annotations)
 
     # --- steady state ---------------------------------------------------------------------------------------
     def _refresh(self, obj: dict, machine: Machine) -> Result | None:
@@ -160,12 +155,8 @@ class MachineReconciler:
                 return None
             self._write_status(obj, machine, MachinePhase.PROVISIONING)
             return None
-        annotations = {keys.ANNOTATION_VM_ID: st.vm_id, keys.ANNOTATION_INSTANCE_STATE: st.state}
-        meta_changed = any(machine.metadata.annotations.get(k) != v for k, v in annotations.items())
-        if meta_changed or machine.spec.provider_id != st.provider_id:
-            updated = self._patch_meta(obj, {"annotations": annotations}, spec={"providerID": st.provider_id})
-            obj.update(updated)
-            machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        self._annotate(obj, machine, {keys.ANNOTATION_VM_ID: st.vm_id, keys.ANNOTATION_INSTANCE_STATE: st.state},
+                       provider_id=st.provider_id)
         addresses = [a.to_dict() for a in st.addresses] if st.addresses is not None and st.has_ip else None
         phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
         self._write_status(obj, machine, phase, conditions=[true_condition(MachineConditionType.INSTANCE_EXISTS)],
@@ -220,6 +211,21 @@ class MachineReconciler:
         return None
 
     # --- writes ---------------------------------------------------------------------------------------------
+    def _annotate(self, obj: dict, machine: Machine, annotations: dict[str, str],
+                  provider_id: str | None = None) -> None:
+        """Set annotations (and spec.providerID) when they differ, keeping `obj` and `machine` current so the
+        status write that follows is guarded by the new resourceVersion."""
+        stale = any(machine.metadata.annotations.get(k) != v for k, v in annotations.items())
+        if not stale and (provider_id is None or machine.spec.provider_id == provider_id):
+            return
+        updated = self._patch_meta(obj, {"annotations": annotations},
+                                   spec={"providerID": provider_id} if provider_id else None)
+        obj.update(updated)
+        machine.metadata.annotations.update(annotations)
+        if provider_id:
+            machine.spec.provider_id = provider_id
+        machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+
     def _patch_meta(self, obj: dict, metadata: dict[str, Any], spec: dict[str, Any] | None = None) -> dict:
         """Merge-patch metadata (and spec) guarded by resourceVersion: a concurrent change makes it fail with 409
         and the next pass starts from the newer object."""
@@ -236,9 +242,7 @@ class MachineReconciler:
 
     def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
         # MAO marks the instance state Unknown in both places when a Machine fails (reference 3.1 updateStatus).
-        updated = self._patch_meta(obj, {"annotations": {keys.ANNOTATION_INSTANCE_STATE: keys.INSTANCE_STATE_UNKNOWN}})
-        obj.update(updated)
-        machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
+        self._annotate(obj, machine, {keys.ANNOTATION_INSTANCE_STATE: keys.INSTANCE_STATE_UNKNOWN})
         provider_status = dict(machine.status.provider_status or {})
         if "instanceState" in provider_status:
             provider_status["instanceState"] = keys.INSTANCE_STATE_UNKNOWN

@@ -8,13 +8,9 @@ import datetime as dt
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from api.meta import parse_time
+from .mao_metrics import timestamp_seconds
 
 _PHASE_BUCKETS = (5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 360, 480, 600)
-
-
-def _timestamp(value: str | None) -> float:
-    return parse_time(value).timestamp() if value else 0.0
 
 
 class MachineMetrics:
@@ -33,7 +29,7 @@ class MachineMetrics:
 
     def observe_phase(self, phase: str, created: str | None) -> None:
         if created:
-            age = dt.datetime.now(dt.timezone.utc).timestamp() - _timestamp(created)
+            age = dt.datetime.now(dt.timezone.utc).timestamp() - timestamp_seconds(created)
             self.phase_transition.labels(phase).observe(max(age, 0.0))
 
 
@@ -55,5 +51,5 @@ def machine_families(machines: list[dict]) -> list[Metric]:
         created.add_metric([
             meta["name"], meta.get("namespace", ""), (m.get("spec") or {}).get("providerID") or "",
             (status.get("nodeRef") or {}).get("name", ""), m.get("apiVersion", ""), phase,
-        ], _timestamp(meta.get("creationTimestamp")))
+        ], timestamp_seconds(meta.get("creationTimestamp")))
     return [items, created]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from api.meta import parse_time
+from .mao_metrics import timestamp_seconds
 
 ITEMS = "mapi_machineset_items"
 
@@ -28,12 +28,9 @@ def machineset_families(machinesets: list[dict]) -> list[Metric]:
         meta = ms["metadata"]
         status = ms.get("status") or {}
         ident = [meta["name"], meta.get("namespace", "")]
-        created.add_metric([*ident, ms.get("apiVersion", "")], _created(meta.get("creationTimestamp")))
+        created.add_metric([*ident, ms.get("apiVersion", "")], timestamp_seconds(meta.get("creationTimestamp")))
         replicas.add_metric(ident, status.get("replicas") or 0)
         ready.add_metric(ident, status.get("readyReplicas") or 0)
         available.add_metric(ident, status.get("availableReplicas") or 0)
     return [items, created, replicas, ready, available]
 
-
-def _created(value: str | None) -> float:
-    return parse_time(value).timestamp() if value else 0.0

@@ -4,11 +4,11 @@ deletion leaves no VM but keeps data disks (reference machine-api.md 3.1, 4.3-4.
 from __future__ import annotations
 
 import json
-import time
 
 import ovirtsdk4.types as types
 import yaml
 
+from machine_controller.runtime.testing import wait_until
 from machines import machine_manifest, unique_name
 
 GIB = 1024 ** 3
@@ -68,10 +68,7 @@ def test_installer_spec_machine_reaches_running_with_the_requested_vm(menv):
 
 
 def _wait(what, probe, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
+    assert wait_until(probe, timeout=timeout, interval=0.3), f"timed out waiting for {what}"
 
 
 def test_vm_removed_behind_our_back_fails_the_machine_and_deletes_its_node(menv):

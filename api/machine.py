@@ -46,6 +46,8 @@ class MachineErrorReason(StrEnum):
 
 class MachineConditionType(StrEnum):
     INSTANCE_EXISTS = "InstanceExists"
+    # This project's own: the instance exists but the cloud refuses to run it (e.g. no host can take it).
+    INSTANCE_RUNNING = "InstanceRunning"
     DRAINED = "Drained"
     DRAINABLE = "Drainable"
     TERMINABLE = "Terminable"
@@ -57,6 +59,7 @@ class MachineConditionReason(StrEnum):
     INSTANCE_NOT_CREATED = "InstanceNotCreated"
     HOOK_PRESENT = "HookPresent"
     DRAIN_ERROR = "DrainError"
+    START_REFUSED = "StartRefused"
 
 
 # A lifecycle hook name: CamelCase, optionally prefixed by a DNS subdomain and "/" (openshift/api).

@@ -12,10 +12,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from kubernetes.client.exceptions import ApiException
-
 from api.meta import parse_time
-from machine_controller.runtime.kube import Rest
+from machine_controller.runtime.kube import ErrorKind, Rest, classify, is_not_found
 
 from .node_status import node_ready
 from .resources import EVICTION_SUBRESOURCE, NODES, PODS
@@ -57,8 +55,8 @@ class Drainer:
     def drain(self, node_name: str) -> DrainProgress:
         try:
             node = self._rest.get(NODES, node_name)
-        except ApiException as e:
-            if e.status == 404:
+        except Exception as e:
+            if is_not_found(e):
                 return DrainProgress(True, "node already gone")  # MAO: a missing node counts as drained
             raise
         if not node.get("spec", {}).get("unschedulable"):
@@ -94,10 +92,11 @@ class Drainer:
             body["deleteOptions"] = {"gracePeriodSeconds": UNREACHABLE_GRACE_S}
         try:
             self._rest.request("POST", PODS.path(meta["namespace"], meta["name"], EVICTION_SUBRESOURCE), body=body)
-        except ApiException as e:
-            if e.status == 429:  # a PodDisruptionBudget says not now
+        except Exception as e:
+            kind = classify(e)
+            if kind is ErrorKind.TOO_MANY_REQUESTS:  # a PodDisruptionBudget says not now
                 return False
-            if e.status != 404:
+            if kind is not ErrorKind.NOT_FOUND:
                 raise
         return True
 
@@ -105,6 +104,6 @@ class Drainer:
         meta = pod["metadata"]
         try:
             self._rest.request("DELETE", PODS.path(meta["namespace"], meta["name"]))
-        except ApiException as e:
-            if e.status != 404:
+        except Exception as e:
+            if not is_not_found(e):
                 raise

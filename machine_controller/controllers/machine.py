@@ -1,10 +1,10 @@
-"""The Machine controller: the generic lifecycle of the Machine API (reference machine-api.md 3.1) around the
-oVirt actuator. Phases, the finalizer, drain, conditions, events and status live here; everything oVirt is
-behind the actuator.
+"""The Machine controller: the generic lifecycle of the Machine API (docs/compatibility.md#machine-phases) around
+an `Actuator` (controllers/actuator.py). Phases, the finalizer, drain, conditions, events and status live here;
+everything of the cloud is behind the actuator, and this module imports no provider.
 
 Where MAO waits inside a reconcile, this requeues: a Machine in Provisioning is driven step by step by
-`actuator.provision` until its VM is up; one in Deleting by the drainer and `actuator.delete`.
-Only `InvalidConfiguration` leads to Failed; every oVirt fault goes back to the queue's backoff.
+`actuator.provision` until its instance runs; one in Deleting by the drainer and `actuator.delete`.
+Only `InvalidMachineConfiguration` leads to Failed; every provider fault goes back to the queue's backoff.
 """
 
 from __future__ import annotations
@@ -14,20 +14,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from kubernetes.client.exceptions import ApiException
 
 from api import keys
 from api.machine import Machine, MachineConditionReason, MachineConditionType, MachineErrorReason, MachinePhase
 from api.meta import ConditionSeverity, false_condition, format_time, now, set_condition, true_condition, unknown_condition
-from machine_controller.ovirt.actuator import InvalidConfiguration, OvirtActuator, Progress
-from machine_controller.ovirt.errors import MissingDependencyError, OvirtError
-from machine_controller.runtime.controller import Result
+from machine_controller.runtime.controller import Controller, Result, enqueue_object
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Store
-from machine_controller.runtime.kube import Rest
+from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.workqueue import WorkQueue
 
+from .actuator import Actuator, ActuatorError, InvalidMachineConfiguration, MissingDependency, Progress
 from .drain import Drainer
-from .machine_metrics import MachineMetrics
+from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
+from .mao_metrics import MaoCollector
 from .resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
@@ -51,8 +52,12 @@ class Requeue(Exception):
         self.after = after
 
 
+class MachineGone(Exception):
+    """The Machine was deleted while this pass was writing to it: nothing is left to do."""
+
+
 class MachineReconciler:
-    def __init__(self, rest: Rest, machines: Store, actuator: OvirtActuator, events: EventRecorder,
+    def __init__(self, rest: Rest, machines: Store, actuator: Actuator, events: EventRecorder,
                  metrics: MachineMetrics, timing: MachineTiming = MachineTiming()):
         self._rest = rest
         self._machines = machines
@@ -69,11 +74,6 @@ class MachineReconciler:
             return None
         machine = Machine.from_dict(obj)
         try:
-            if not machine.cluster_id or machine.spec.provider_spec.value is None:
-                problem = ("missing label " + keys.LABEL_CLUSTER) if not machine.cluster_id \
-                    else "spec.providerSpec.value is missing"
-                self._events.warning(obj, "FailedValidate", problem)
-                raise ValueError(f"machine {key} is not valid: {problem}")
             if machine.metadata.deleting:
                 return self._delete(obj, machine)
             if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
@@ -81,12 +81,22 @@ class MachineReconciler:
                 return None
             phase = machine.status.phase or ""
             if phase == MachinePhase.FAILED:
-                return None  # terminal: only deletion moves a Failed Machine on (reference 3.1 step 6)
+                return None  # terminal: only deletion moves a Failed Machine on (docs/compatibility.md#machine-phases)
+            problem = _invalid_machine(machine)
+            if problem:
+                # MAO retries such a Machine for ever with FailedValidate events; it can never be built as written,
+                # so it ends Failed like any other invalid configuration, and nothing is created.
+                self._events.warning(obj, "FailedValidate", problem)
+                self._invalid(obj, machine, problem)
+                return None
             if phase in ("", MachinePhase.PROVISIONING):
                 return self._provision(obj, machine)
             return self._refresh(obj, machine)
         except Requeue as r:
             return Result(requeue_after=r.after)
+        except MachineGone:
+            log.debug("machine deleted during the reconcile")
+            return None
 
     # --- provisioning ---------------------------------------------------------------------------------------
     def _provision(self, obj: dict, machine: Machine) -> Result | None:
@@ -98,24 +108,37 @@ class MachineReconciler:
             return None  # the status write is the next event
         try:
             progress = self._actuator.provision(machine)
-        except InvalidConfiguration as e:
-            self._metrics.create_failed.labels(machine.metadata.name, machine.metadata.namespace,
-                                               MachineErrorReason.INVALID_CONFIGURATION).inc()
+        except InvalidMachineConfiguration as e:
             self._events.warning(obj, "FailedCreate", f"InvalidConfiguration: {e}")
-            self._fail(obj, machine, MachineErrorReason.INVALID_CONFIGURATION, str(e))
+            self._invalid(obj, machine, str(e))
             return None
-        except MissingDependencyError as e:
+        except MissingDependency as e:
             self._create_problem(obj, machine, str(e))
             raise
-        except OvirtError as e:
+        except ActuatorError as e:
             self._create_problem(obj, machine, str(e), event=False)
             raise
-        self._record_vm(obj, machine, progress)
+        self._record_instance(obj, machine, progress)
+        if progress.problem:
+            self._start_problem(obj, machine, progress.problem)
         if not progress.done:
-            log.info("provisioning", waiting_for=progress.waiting_for, vm_state=progress.vm_state)
+            log.info("provisioning", waiting_for=progress.waiting_for, instance_state=progress.instance_state)
             return Result(requeue_after=progress.requeue_after)
         self._events.normal(obj, "Created", f"Created Machine {machine.metadata.name}")
         return self._refresh(obj, machine)
+
+    def _invalid(self, obj: dict, machine: Machine, message: str) -> None:
+        self._metrics.create_failed.labels(machine.metadata.name, machine.metadata.namespace,
+                                           MachineErrorReason.INVALID_CONFIGURATION).inc()
+        self._fail(obj, machine, MachineErrorReason.INVALID_CONFIGURATION, message)
+
+    def _start_problem(self, obj: dict, machine: Machine, message: str) -> None:
+        """The instance exists but the cloud will not run it: a Warning event and `InstanceRunning=False`; the
+        start is retried with the actuator's backoff, and the Machine never fails for it."""
+        self._events.warning(obj, "FailedStart", message)
+        condition = false_condition(MachineConditionType.INSTANCE_RUNNING, MachineConditionReason.START_REFUSED,
+                                    ConditionSeverity.WARNING, message)
+        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
 
     def _create_problem(self, obj: dict, machine: Machine, message: str, event: bool = True) -> None:
         """A Warning event and condition that say what blocks creation; the queue retries with backoff."""
@@ -127,20 +150,20 @@ class MachineReconciler:
                                     ConditionSeverity.WARNING, message)
         self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
 
-    def _record_vm(self, obj: dict, machine: Machine, progress: Progress) -> None:
-        """Pin the VM's identity on the Machine as soon as it is known: from then on it is found by id."""
-        if not progress.vm_id:
+    def _record_instance(self, obj: dict, machine: Machine, progress: Progress) -> None:
+        """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id."""
+        if not progress.instance_id:
             return
-        annotations = {keys.ANNOTATION_VM_ID: progress.vm_id}
-        if progress.vm_state:
-            annotations[keys.ANNOTATION_INSTANCE_STATE] = progress.vm_state
+        annotations = {keys.ANNOTATION_VM_ID: progress.instance_id}
+        if progress.instance_state:
+            annotations[keys.ANNOTATION_INSTANCE_STATE] = progress.instance_state
         self._annotate(obj, machine, annotations)
 
     # --- steady state ---------------------------------------------------------------------------------------
     def _refresh(self, obj: dict, machine: Machine) -> Result | None:
         try:
             st = self._actuator.status(machine)
-        except OvirtError as e:
+        except ActuatorError as e:
             condition = unknown_condition(MachineConditionType.INSTANCE_EXISTS,
                                           MachineConditionReason.ERROR_CHECKING_PROVIDER, str(e))
             self._metrics.update_failed.labels(machine.metadata.name, machine.metadata.namespace,
@@ -155,12 +178,15 @@ class MachineReconciler:
                 return None
             self._write_status(obj, machine, MachinePhase.PROVISIONING)
             return None
-        self._annotate(obj, machine, {keys.ANNOTATION_VM_ID: st.vm_id, keys.ANNOTATION_INSTANCE_STATE: st.state},
-                       provider_id=st.provider_id)
+        self._annotate(obj, machine, {keys.ANNOTATION_VM_ID: st.instance_id,
+                                      keys.ANNOTATION_INSTANCE_STATE: st.state}, provider_id=st.provider_id)
         addresses = [a.to_dict() for a in st.addresses] if st.addresses is not None and st.has_ip else None
         phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
-        self._write_status(obj, machine, phase, conditions=[true_condition(MachineConditionType.INSTANCE_EXISTS)],
-                           addresses=addresses, provider_status=st.provider_status)
+        conditions = [true_condition(MachineConditionType.INSTANCE_EXISTS)]
+        if _has_false(machine, MachineConditionType.INSTANCE_RUNNING):
+            conditions.append(true_condition(MachineConditionType.INSTANCE_RUNNING))  # a refused start got through
+        self._write_status(obj, machine, phase, conditions=conditions, addresses=addresses,
+                           provider_status=st.provider_status)
         if st.addresses is not None and not st.has_ip:
             return Result(requeue_after=self._timing.waiting_for_ip_s)  # the guest agent has not reported yet
         if phase == MachinePhase.PROVISIONED:
@@ -192,18 +218,18 @@ class MachineReconciler:
             return None
         try:
             progress = self._actuator.delete(machine)
-        except OvirtError:
+        except ActuatorError:
             self._metrics.delete_failed.labels(machine.metadata.name, machine.metadata.namespace,
                                                MachineErrorReason.DELETE_ERROR).inc()
             raise
         if not progress.done:
-            self._record_vm(obj, machine, progress)  # the State column follows powering_down, down...
+            self._record_instance(obj, machine, progress)  # the State column follows powering_down, down...
             return Result(requeue_after=progress.requeue_after or self._timing.instance_deleting_s)
         if node:
             try:
                 self._rest.delete(NODES, node)
-            except ApiException as e:
-                if e.status != 404:
+            except Exception as e:
+                if not is_not_found(e):
                     raise
         self._events.normal(obj, "Deleted", f"Deleted machine {machine.metadata.name}")
         finalizers = [f for f in machine.metadata.finalizers if f != keys.MACHINE_FINALIZER]
@@ -235,9 +261,8 @@ class MachineReconciler:
         meta = obj["metadata"]
         try:
             return self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
-        except ApiException as e:
-            if e.status == 409:
-                raise Requeue(0.5) from None
+        except Exception as e:
+            _raise_write_outcome(e)
             raise
 
     def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
@@ -277,9 +302,8 @@ class MachineReconciler:
         try:
             updated = self._rest.merge_patch(MACHINES, meta["name"], {"status": changed}, meta["namespace"],
                                              subresource="status")
-        except ApiException as e:
-            if e.status in (404, 409):
-                raise Requeue(0.5) from None
+        except Exception as e:
+            _raise_write_outcome(e)
             raise
         obj.update(updated)
         machine.status = Machine.from_dict(updated).status
@@ -306,3 +330,37 @@ class MachineReconciler:
 
 def _has_true(machine: Machine, ctype: str) -> bool:
     return any(c.type == ctype and c.status == "True" for c in machine.status.conditions)
+
+
+def _has_false(machine: Machine, ctype: str) -> bool:
+    return any(c.type == ctype and c.status == "False" for c in machine.status.conditions)
+
+
+def _invalid_machine(machine: Machine) -> str | None:
+    """What MAO's validation refuses before any provider call, with the field it names."""
+    if not machine.cluster_id:
+        return f"metadata.labels[{keys.LABEL_CLUSTER}]: Required value: the cluster's infrastructure ID"
+    if machine.spec.provider_spec.value is None:
+        return "spec.providerSpec.value: Required value: the provider spec of the Machine"
+    return None
+
+
+def _raise_write_outcome(e: Exception) -> None:
+    """A write to the Machine lost a race: a newer version (conflict) is looked at again soon; a deleted
+    Machine ends the pass quietly. Anything else is the caller's to raise."""
+    if is_conflict(e):
+        raise Requeue(0.5) from None
+    if is_not_found(e):
+        raise MachineGone() from None
+
+
+def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, actuator: Actuator,
+                           events: EventRecorder, queue: WorkQueue, workers: int,
+                           mao: MaoCollector | None = None) -> MachineReconciler:
+    reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics(manager.registry))
+    machines.add_handler(enqueue_object(queue))
+    if mao is not None:
+        mao.add(MACHINE_ITEMS, machines.store.list, machine_families)
+    manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
+                                      registry=manager.registry))
+    return reconciler

@@ -28,8 +28,8 @@ from api import keys
 from api.machine import Machine
 from api.machineset import MachineSet
 from api.meta import ConditionStatus, now as utc_now, parse_time
-from machine_controller.runtime.controller import (Controller, Result, enqueue_mapped, enqueue_object, owner_keys,
-                                                   when_changed)
+from machine_controller.runtime.controller import (Controller, Result, TerminalError, enqueue_mapped, enqueue_object,
+                                                   owner_keys, when_changed)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
@@ -79,7 +79,7 @@ class MachineSetReconciler:
             self._events.warning(obj, "ReconcileError", message)
             self._write_status(obj, {"errorReason": INVALID_CONFIGURATION, "errorMessage": message,
                                      "observedGeneration": ms.metadata.generation})
-            return None
+            raise TerminalError(message)  # only an edit of the MachineSet can fix it; the edit enqueues it again
         self._sync_capacity(obj, ms)
         self._check_autoscaler_bounds(obj)
         machines, contested = self._claim(obj, ms)

@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Iterable
 
 import structlog
-from kubernetes.client.exceptions import ApiException
 
 from api import keys
 from api.meta import format_time, now
-from machine_controller.runtime.controller import Result
-from machine_controller.runtime.informer import Store
-from machine_controller.runtime.kube import Rest, object_key
+from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
+from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.kube import Rest, is_conflict, object_key
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.workqueue import WorkQueue
 
 from .node_status import node_ready
 from .resources import MACHINES, NODES
@@ -128,7 +129,22 @@ class NodeLinkReconciler:
         # routine, not an error: look again with the newer Node.
         try:
             return self.reconcile(key)
-        except ApiException as e:
-            if e.status == 409:
+        except Exception as e:
+            if is_conflict(e):
                 return Result(requeue=True)
             raise
+
+
+def add_nodelink_controller(manager: Manager, rest: Rest, machines: Informer, nodes: Informer, queue: WorkQueue,
+                            workers: int = 2) -> NodeLinkReconciler:
+    """Both informers carry the providerID and InternalIP indexes the matching reads."""
+    reconciler = NodeLinkReconciler(rest, nodes.store, machines.store)
+    # What nodelink reads of a Node; heartbeats (status.conditions) do not matter to it.
+    nodes.add_handler(when_changed(enqueue_object(queue), ("spec", "providerID"), ("spec", "taints"),
+                                   ("status", "addresses"), ("metadata", "labels"), ("metadata", "annotations"),
+                                   ("metadata", "deletionTimestamp"), node_ready))
+    machines.add_handler(enqueue_mapped(queue, lambda m: [] if m["metadata"].get("deletionTimestamp")
+                                        else reconciler.nodes_for_machine(m)))
+    manager.add_controller(Controller(queue.name, queue, reconciler.reconcile_quietly, workers=workers,
+                                      registry=manager.registry))
+    return reconciler

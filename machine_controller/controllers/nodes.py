@@ -1,36 +1,35 @@
-"""The oVirt providerID and node controllers (reference machine-api.md 5): they replace a cloud-controller-
-manager for oVirt. A new Node gets `spec.providerID = ovirt://<vm-id>` from the VM of its name (the autoscaler
-and nodelink match Nodes to Machines by it); a Node whose VM is really gone is deleted.
+"""The providerID and node controllers, in the place of a cloud-controller-manager (docs/compatibility.md#node-
+controllers): a new Node gets `spec.providerID` from the instance of its name (the autoscaler and nodelink match
+Nodes to Machines by it), and a Node whose instance is really gone is deleted.
 
-Unlike the Go controller, a Node is deleted only when the VM is absent both by id and by name, and never on a
-failed lookup (an engine outage must not empty the cluster, reference 6.2 item 11).
+Unlike the Go controller it replaces, a Node is deleted only when the provider is sure its instance is absent
+(by providerID and by name), never on a failed lookup: an engine outage must not empty the cluster.
 """
 
 from __future__ import annotations
 
 import structlog
-from kubernetes.client.exceptions import ApiException
 
-import ovirtsdk4.types as types
-
-from machine_controller.ovirt.actuator import PROVIDER_ID_PREFIX, provider_id
-from machine_controller.ovirt.client import OvirtClient
-from machine_controller.runtime.controller import Result
+from machine_controller.runtime.controller import Controller, Result, when_changed, enqueue_object
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Store
-from machine_controller.runtime.kube import Rest
+from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.kube import Rest, is_not_found
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.workqueue import WorkQueue
 
+from .actuator import Instances
+from .node_status import node_ready
 from .resources import NODES
 
 log = structlog.get_logger(__name__)
-DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose VM is down
+DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instance is stopped
 
 
-class OvirtNodeReconciler:
-    def __init__(self, rest: Rest, nodes: Store, client: OvirtClient, events: EventRecorder):
+class NodeInstanceReconciler:
+    def __init__(self, rest: Rest, nodes: Store, instances: Instances, events: EventRecorder):
         self._rest = rest
         self._nodes = nodes
-        self._client = client
+        self._instances = instances
         self._events = events
 
     def reconcile(self, key: str) -> Result | None:
@@ -39,25 +38,35 @@ class OvirtNodeReconciler:
             return None
         name = node["metadata"]["name"]
         pid = (node.get("spec") or {}).get("providerID") or ""
+        if pid and not self._instances.owns(pid):
+            return None  # another provider's Node
+        instance = self._instances.find(name, pid or None)
         if not pid:
-            vm = self._client.vm_by_name(name)
-            if vm is None:
-                return None  # not an oVirt VM of ours (yet); a later Node event brings us back
-            self._rest.merge_patch(NODES, name, {"spec": {"providerID": provider_id(vm.id)}})
-            log.info("set node providerID", node=name, vm_id=vm.id)
+            if instance is None:
+                return None  # not an instance of ours (yet); a later Node event brings us back
+            self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}})
+            log.info("set node providerID", node=name, provider_id=instance.provider_id)
             return None
-        if not pid.startswith(PROVIDER_ID_PREFIX):
-            return None
-        vm = self._client.vm(pid[len(PROVIDER_ID_PREFIX):]) or self._client.vm_by_name(name)
-        if vm is None:
-            self._events.normal(node, "DeletingNode", f"oVirt VM of node {name} no longer exists; deleting the Node")
+        if instance is None:
+            self._events.normal(node, "DeletingNode", f"the instance of node {name} no longer exists; deleting the Node")
             try:
                 self._rest.delete(NODES, name)
-            except ApiException as e:
-                if e.status != 404:
+            except Exception as e:
+                if not is_not_found(e):
                     raise
-            log.info("deleted node whose VM is gone", node=name)
+            log.info("deleted node whose instance is gone", node=name)
             return None
-        if vm.status == types.VmStatus.DOWN:
+        if not instance.running:
             return Result(requeue_after=DOWN_RECHECK_S)
         return None
+
+
+def add_node_instance_controller(manager: Manager, rest: Rest, nodes: Informer, instances: Instances,
+                                 events: EventRecorder, queue: WorkQueue, workers: int = 2) -> NodeInstanceReconciler:
+    """A Node is looked up when it appears, when its providerID or readiness changes (an instance that stopped
+    or vanished makes its Node NotReady/Unknown), and at every resync; heartbeats alone do not cost a lookup."""
+    reconciler = NodeInstanceReconciler(rest, nodes.store, instances, events)
+    nodes.add_handler(when_changed(enqueue_object(queue), ("spec", "providerID"), node_ready))
+    manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
+                                      registry=manager.registry))
+    return reconciler

@@ -6,9 +6,7 @@ from machine_controller.runtime.kube import NODES, PODS, SECRETS, Resource
 MACHINES = Resource(keys.GROUP, keys.VERSION, "machines", "Machine")
 MACHINESETS = Resource(keys.GROUP, keys.VERSION, "machinesets", "MachineSet")
 MACHINEHEALTHCHECKS = Resource(keys.GROUP, keys.VERSION, "machinehealthchecks", "MachineHealthCheck")
-# OpenShift's cluster-wide Infrastructure object: where the API and ingress VIPs of an oVirt cluster are.
-INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", namespaced=False)
 EVICTION_SUBRESOURCE = "eviction"
 
-__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "INFRASTRUCTURES", "NODES", "PODS", "SECRETS",
+__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "NODES", "PODS", "SECRETS",
            "EVICTION_SUBRESOURCE"]

@@ -11,7 +11,7 @@ stopped (reference machine-api.md 6.2 item 1, which this fixes).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import ovirtsdk4.types as types
@@ -23,11 +23,12 @@ from api.machine import Machine
 from api.meta import NodeAddress
 from api.provider_spec import OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
 from api.validation import load_provider_spec
+from machine_controller.controllers.actuator import InstanceStatus, InvalidMachineConfiguration, Progress
 
 from .addresses import machine_addresses, usable_ips
 from .client import OvirtClient
 from .errors import ConflictError, MissingDependencyError
-from .vm_spec import Resolved, build_vm, os_disk_bytes
+from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
 
 log = structlog.get_logger(__name__)
 
@@ -37,10 +38,6 @@ AUTO_PINNING_MIN_ENGINE = (4, 4, 5)
 
 _BOOTING = {types.VmStatus.WAIT_FOR_LAUNCH, types.VmStatus.POWERING_UP, types.VmStatus.REBOOT_IN_PROGRESS}
 _RUNNING = {types.VmStatus.UP, types.VmStatus.MIGRATING}
-
-
-class InvalidConfiguration(Exception):
-    """The Machine can never be built as specified: the only road to phase Failed (reference 3.1)."""
 
 
 @dataclass(frozen=True)
@@ -72,29 +69,6 @@ class _PollBackoff:
     def forget(self, vm_id: str | None) -> None:
         with self._lock:
             self._seen.pop(vm_id or "", None)
-
-
-@dataclass
-class Progress:
-    """The outcome of one step: done, or what is awaited and when to look again."""
-
-    done: bool
-    requeue_after: float = 0.0
-    waiting_for: str = ""
-    vm_id: str | None = None
-    vm_state: str | None = None
-
-
-@dataclass
-class InstanceStatus:
-    """What the Machine should show of its VM (reference 4.5)."""
-
-    vm_id: str
-    state: str
-    provider_id: str
-    addresses: list[NodeAddress] | None  # None: leave as they are (a stopped VM reports nothing)
-    has_ip: bool
-    provider_status: dict = field(default_factory=dict)
 
 
 def provider_id(vm_id: str) -> str:
@@ -131,12 +105,12 @@ class OvirtActuator:
         try:
             spec = load_provider_spec(machine.spec.provider_spec.value)
         except InvalidProviderSpec as e:
-            raise InvalidConfiguration(str(e)) from None
+            raise InvalidMachineConfiguration(str(e)) from None
         if spec.auto_pinning_enabled:
             version = self.client.product_version()
             if version < AUTO_PINNING_MIN_ENGINE:
                 need = ".".join(map(str, AUTO_PINNING_MIN_ENGINE))
-                raise InvalidConfiguration(
+                raise InvalidMachineConfiguration(
                     f"spec.providerSpec.value.auto_pinning_policy: Forbidden: auto pinning needs oVirt engine "
                     f"{need} or newer, the engine is {'.'.join(map(str, version))}")
         return spec
@@ -171,22 +145,27 @@ class OvirtActuator:
             try:
                 self.client.start_vm(vm.id, correlation_id=_correlation(machine, "start"))
             except ConflictError as e:
-                return self._wait(vm, self._timing.locked_s, f"the engine to accept start ({e})")
+                # The VM exists but the engine will not run it now (no host satisfies its scheduling
+                # constraints, a locked image...): the Machine says so, and the start is tried again.
+                return self._wait(vm, self._timing.locked_s, f"the engine to accept start ({e})",
+                                  problem=f"VM {vm.name} exists but the engine refuses to start it: {e}")
             log.info("started VM", vm_id=vm.id)
             return self._wait(vm, self._timing.booting_s, "the VM to boot", state="wait_for_launch")
         if status in _BOOTING:
             return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
         if status in _RUNNING:
             self._polls.forget(vm.id)
-            return Progress(done=True, vm_id=vm.id, vm_state=status.value)
+            return Progress(done=True, instance_id=vm.id, instance_state=status.value)
         if status == types.VmStatus.POWERING_DOWN:
             return self._wait(vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
         return self._wait(vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
 
-    def _wait(self, vm: types.Vm, cap: float, what: str, state: str | None = None) -> Progress:
+    def _wait(self, vm: types.Vm, cap: float, what: str, state: str | None = None,
+              problem: str | None = None) -> Progress:
         st = state or (vm.status.value if vm.status else None)
         after = self._polls.next(vm.id, f"{st}:{what}", cap)
-        return Progress(done=False, requeue_after=after, waiting_for=what, vm_id=vm.id, vm_state=st)
+        return Progress(done=False, requeue_after=after, waiting_for=what, instance_id=vm.id, instance_state=st,
+                        problem=problem)
 
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
         name = machine.metadata.name
@@ -198,9 +177,11 @@ class OvirtActuator:
             raise MissingDependencyError(f"oVirt template {spec.template_name!r} not found")
         self._check_dependencies(machine, spec)
         ignition = self._user_data(machine.metadata.namespace, spec.user_data_secret.name)
+        template_disks = self.client.template_disk_attachments(template.id)
+        _check_os_disk_size(spec, template_disks)
         disk_ids: tuple[str, ...] = ()
         if spec.sparse is not None or spec.format or spec.storage_domain_id:
-            disk_ids = tuple(a.disk.id for a in self.client.template_disk_attachments(template.id))
+            disk_ids = tuple(a.disk.id for a in template_disks)
         hosts: tuple[str, ...] = ()
         if spec.auto_pinning_enabled:
             hosts = tuple(h.id for h in self.client.hosts_in_cluster(spec.cluster_id))
@@ -256,7 +237,7 @@ class OvirtActuator:
     def _grow_os_disk(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
         boot = [a for a in self.client.disk_attachments(vm.id) if a.bootable]
         if not boot:
-            raise InvalidConfiguration(f"template {spec.template_name!r} has no bootable disk")
+            raise InvalidMachineConfiguration(f"template {spec.template_name!r} has no bootable disk")
         disk = self.client.disk(boot[0].disk.id)
         if disk.status == types.DiskStatus.LOCKED:
             return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
@@ -292,7 +273,7 @@ class OvirtActuator:
             ips = usable_ips(self.client.reported_devices(vm.id), self._excluded_ips())
             addresses = machine_addresses(vm.name, ips)
         return InstanceStatus(
-            vm_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
+            instance_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
             provider_status=OvirtMachineProviderStatus(instance_id=vm.id, instance_state=state).to_dict(),
         )
 
@@ -322,6 +303,24 @@ class OvirtActuator:
         except ConflictError as e:
             return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
         return self._wait(vm, self._timing.stopping_s, "the VM to stop")
+
+
+def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[types.DiskAttachment]) -> None:
+    """An OS disk smaller than the template's is refused before any VM exists: the engine grows disks but never
+    shrinks them, so the Machine could never get the size it asks for (docs/compatibility.md#disks)."""
+    wanted = os_disk_bytes(spec)
+    if not wanted:
+        return
+    boot = [a.disk for a in template_disks if a.bootable and a.disk is not None]
+    current = boot[0].provisioned_size if boot and boot[0].provisioned_size else 0
+    if wanted < current:
+        raise InvalidMachineConfiguration(
+            f"spec.providerSpec.value.os_disk.size_gb: Invalid value: {spec.os_disk.size_gb}: must be at least "
+            f"the template's OS disk size, {_gib(current)} GiB (oVirt cannot shrink a disk)")
+
+
+def _gib(size: int) -> str:
+    return f"{size / GIB:g}"
 
 
 def _correlation(machine: Machine, step: str) -> str:

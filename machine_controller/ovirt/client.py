@@ -90,8 +90,9 @@ class OvirtClient:
             return None
 
     def template_disk_attachments(self, template_id: str) -> list[types.DiskAttachment]:
+        """With each disk inlined (`follow=disk`): its size and format come in the same request."""
         return self.call("list template disks", lambda s: s.templates_service().template_service(template_id)
-                         .disk_attachments_service().list())
+                         .disk_attachments_service().list(follow="disk"))
 
     def hosts_in_cluster(self, cluster_id: str) -> list[types.Host]:
         hosts = self.call("list hosts", lambda s: s.hosts_service().list())

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ovirtsdk4 as sdk
 
+from machine_controller.controllers.actuator import ActuatorError, MissingDependency
 
-class OvirtError(Exception):
-    """Base of every classified oVirt failure. The message never contains credentials."""
+
+class OvirtError(ActuatorError):
+    """Base of every classified oVirt failure: an ActuatorError of the seam, so the generic controllers retry it
+    without knowing oVirt. The message never contains credentials."""
 
     transient = False  # the runtime logs classified failures as one line, without a traceback
 
@@ -31,7 +34,7 @@ class NotFoundError(OvirtError):
     """The object does not exist (404, or an empty search)."""
 
 
-class MissingDependencyError(OvirtError):
+class MissingDependencyError(OvirtError, MissingDependency):
     """Something the spec names does not exist in oVirt (template, cluster, affinity group, vNIC profile, tag).
     Not the Machine's fault for ever: an admin may create it, so it is re-checked with backoff."""
 

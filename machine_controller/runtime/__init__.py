@@ -3,12 +3,13 @@ metrics, logging. Knows nothing of oVirt or Machines (layering: STYLE.md; enforc
 
 Module map:
 - `kube`: `Resource` (group/version/plural/kind → REST paths), `Rest` (JSON requests through an ApiClient),
-  `load_api_client`, `object_key`/`split_key`, `classify` → `ErrorKind`, `patch_status`.
+  `load_api_client`, `object_key`/`split_key`, `classify` → `ErrorKind` (with `is_not_found`, `is_conflict`),
+  `patch_status`.
 - `informer`: `Informer` (list+watch with bookmarks, 410 → relist with a diff, resync), `Store` (indexed cache),
   `EventHandler`.
 - `ratelimit`: `ItemExponentialBackoff`, `TokenBucket`, `MaxOf`, `controller_rate_limiter`.
 - `workqueue`: `WorkQueue` (client-go semantics and metric names).
-- `controller`: `Controller`, `Result`, and the enqueue helpers `enqueue_object`, `enqueue_owner`,
+- `controller`: `Controller`, `Result`, `TerminalError`, and the enqueue helpers `enqueue_object`, `enqueue_owner`,
   `enqueue_mapped`, `owner_keys`.
 - `leader_election`: `LeaderElector`, `LeaderElectionConfig` (coordination.k8s.io/v1 Lease).
 - `events`: `EventRecorder` (core/v1 Events with client-go's aggregation and spam filter).
@@ -18,10 +19,11 @@ Module map:
 - `metrics`: per-registry metric families (internal); `testing`: `wait_until` for tests.
 """
 
-from .controller import Controller, Result, enqueue_mapped, enqueue_object, enqueue_owner, owner_keys
+from .controller import Controller, Result, TerminalError, enqueue_mapped, enqueue_object, enqueue_owner, owner_keys
 from .events import NORMAL, WARNING, EventRecorder
 from .informer import EventHandler, Informer, Store
-from .kube import ErrorKind, Resource, Rest, classify, load_api_client, object_key, patch_status, split_key
+from .kube import (ErrorKind, Resource, Rest, classify, is_conflict, is_not_found, load_api_client, object_key,
+                   patch_status, split_key)
 from .leader_election import LeaderElectionConfig, LeaderElector
 from .manager import Manager
 from .ratelimit import controller_rate_limiter
@@ -29,10 +31,10 @@ from .server import HealthServer
 from .workqueue import WorkQueue
 
 __all__ = [
-    "Controller", "Result", "enqueue_mapped", "enqueue_object", "enqueue_owner", "owner_keys",
+    "Controller", "Result", "TerminalError", "enqueue_mapped", "enqueue_object", "enqueue_owner", "owner_keys",
     "NORMAL", "WARNING", "EventRecorder",
     "EventHandler", "Informer", "Store",
-    "ErrorKind", "Resource", "Rest", "classify", "load_api_client", "object_key", "patch_status", "split_key",
+    "ErrorKind", "Resource", "Rest", "classify", "is_conflict", "is_not_found", "load_api_client", "object_key", "patch_status", "split_key",
     "LeaderElectionConfig", "LeaderElector",
     "Manager",
     "controller_rate_limiter",

@@ -33,6 +33,12 @@ class Result:
     requeue: bool = False
 
 
+class TerminalError(Exception):
+    """controller-runtime's `reconcile.TerminalError`: the object can never reconcile as it is written, so
+    retrying with backoff is pointless. The reconciler reports it (an event, a condition) before raising; the
+    controller counts it and forgets the key. An edit of the object enqueues it again through its informer."""
+
+
 Reconcile = Callable[[str], "Result | None"]
 
 # controller-runtime's histogram buckets for reconcile time (pkg/internal/controller/metrics).
@@ -47,6 +53,8 @@ class _ControllerMetrics:
                              ["controller", "result"], registry=registry)
         self.errors = Counter("controller_runtime_reconcile_errors", "Total number of reconciliation errors.",
                               ["controller"], registry=registry)
+        self.terminal = Counter("controller_runtime_terminal_reconcile_errors",
+                                "Total number of terminal reconciliation errors.", ["controller"], registry=registry)
         self.time = Histogram("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation.",
                               ["controller"], buckets=_RECONCILE_BUCKETS, registry=registry)
         self.active = Gauge("controller_runtime_active_workers", "Number of currently used workers.",
@@ -75,6 +83,7 @@ class Controller:
         m = metrics.family(registry, "controller", _ControllerMetrics)
         self._m_total = {r: m.total.labels(name, r) for r in ("success", "error", "requeue", "requeue_after")}
         self._m_errors = m.errors.labels(name)
+        self._m_terminal = m.terminal.labels(name)
         self._m_time = m.time.labels(name)
         self._m_active = m.active.labels(name)
         m.max_workers.labels(name).set(workers)
@@ -117,6 +126,14 @@ class Controller:
             started = time.monotonic()
             try:
                 result = self.reconcile(key) or Result()
+            except TerminalError as exc:
+                self._m_errors.inc()
+                self._m_terminal.inc()
+                self._m_total["error"].inc()
+                self.queue.forget(key)
+                self._log.warning("reconcile failed terminally; not retried until the object changes",
+                                  error=str(exc))
+                return
             except Exception as exc:  # noqa: BLE001 - any failure is retried with backoff, never kills a worker
                 self._m_errors.inc()
                 self._m_total["error"].inc()

@@ -69,14 +69,17 @@ def split_key(key: str) -> tuple[str | None, str]:
 
 
 class ErrorKind(enum.Enum):
-    """What a caller should do about an API error, decided here once instead of by status codes everywhere."""
+    """What a caller should do about an API error, decided here once: reconcilers ask `classify(e)` (or the
+    `is_*` helpers) and never compare status codes by hand (docs/architecture.md#error-handling)."""
 
     CONFLICT = "conflict"  # 409: re-read and retry (optimistic concurrency lost)
+    ALREADY_EXISTS = "already_exists"  # 409 on create
     NOT_FOUND = "not_found"  # 404
     GONE = "gone"  # 410: resourceVersion or continue token compacted away; relist
-    ALREADY_EXISTS = "already_exists"  # 409 on create
-    INVALID = "invalid"  # 400/422/403/401 and other 4xx: retrying the same request will not help
-    TRANSIENT = "transient"  # 429, 5xx, connection errors, timeouts
+    INVALID = "invalid"  # 400/422 and other 4xx: the request as written will never be accepted
+    FORBIDDEN = "forbidden"  # 401/403: the identity may not do this (RBAC, expired credentials)
+    TOO_MANY_REQUESTS = "too_many_requests"  # 429: an eviction refused by a PodDisruptionBudget, or throttling
+    TRANSIENT = "transient"  # 5xx, connection errors, timeouts
 
 
 def classify(exc: BaseException) -> ErrorKind:
@@ -88,10 +91,23 @@ def classify(exc: BaseException) -> ErrorKind:
             return ErrorKind.NOT_FOUND
         if status == 410:
             return ErrorKind.GONE
-        if status == 429 or status >= 500 or status == 0:
+        if status in (401, 403):
+            return ErrorKind.FORBIDDEN
+        if status == 429:
+            return ErrorKind.TOO_MANY_REQUESTS
+        if status >= 500 or status == 0:
             return ErrorKind.TRANSIENT
         return ErrorKind.INVALID
     return ErrorKind.TRANSIENT
+
+
+def is_not_found(exc: BaseException) -> bool:
+    return classify(exc) is ErrorKind.NOT_FOUND
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A write lost to a newer version of the object (409 Conflict, not AlreadyExists): re-read and retry."""
+    return classify(exc) is ErrorKind.CONFLICT
 
 
 def _reason(exc: ApiException) -> str | None:

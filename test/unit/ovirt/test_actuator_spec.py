@@ -3,7 +3,8 @@
 import pytest
 
 from api.machine import Machine
-from machine_controller.ovirt.actuator import InvalidConfiguration, OvirtActuator
+from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.ovirt.actuator import OvirtActuator
 
 SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "c1", "template_name": "t", "type": "server",
         "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "memory_mb": 4096, "os_disk": {"size_gb": 120},
@@ -25,7 +26,7 @@ def _machine(spec):
 
 
 def test_auto_pinning_on_an_engine_older_than_4_4_5_is_invalid():
-    with pytest.raises(InvalidConfiguration, match=r"auto_pinning_policy: Forbidden: .*4\.4\.5.*engine is 4\.4\.4"):
+    with pytest.raises(InvalidMachineConfiguration, match=r"auto_pinning_policy: Forbidden: .*4\.4\.5.*engine is 4\.4\.4"):
         OvirtActuator(_Engine((4, 4, 4)), user_data=lambda ns, n: "").spec_of(_machine(SPEC))
 
 
@@ -39,7 +40,7 @@ def test_without_auto_pinning_the_engine_is_not_asked():
 
 
 def test_every_spec_problem_is_in_the_one_message():
-    with pytest.raises(InvalidConfiguration) as err:
+    with pytest.raises(InvalidMachineConfiguration) as err:
         OvirtActuator(_Engine((4, 5, 7)), user_data=lambda ns, n: "").spec_of(
             _machine({**SPEC, "type": "", "os_disk": None, "auto_pinning_policy": "none"}))
     assert "spec.providerSpec.value.type" in str(err.value) and "spec.providerSpec.value.os_disk" in str(err.value)

@@ -1,0 +1,100 @@
+"""The seam between the generic Machine API controllers and a cloud provider (docs/architecture.md#the-seam).
+
+The Machine controller knows phases, the finalizer, drain, conditions and events; it reaches the cloud only
+through `Actuator`, and the node controller only through `Instances`. A provider (`machine_controller.ovirt`)
+implements these Protocols and raises these errors; only the wiring module (`machine_controller.app`) knows
+both sides, and import-linter forbids `controllers` from importing a provider.
+
+The verbs are resumable step machines, not MAO's blocking exists/create/update/delete: each call looks at
+where the instance is, does the next idempotent step and says how long to wait before looking again, so a
+worker is never held by a slow engine and a killed controller resumes where it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from api.machine import Machine
+from api.meta import NodeAddress
+
+
+# --- errors: their meaning is their type, decided by the provider where it understands the fault ---------------
+
+class InvalidMachineConfiguration(Exception):
+    """The Machine can never be built as specified. The only road to phase Failed, with errorReason
+    InvalidConfiguration (docs/compatibility.md#machine-phases)."""
+
+
+class ActuatorError(Exception):
+    """The provider could not act now; retried with backoff, never Failed. `transient` makes the controller
+    log it as one line, without a traceback."""
+
+    transient = True
+
+
+class MissingDependency(ActuatorError):
+    """Something the spec names does not exist in the cloud yet (a template, a network...). Reported to the
+    user as a Warning event and `InstanceExists=False`, and checked again with backoff: an admin may create it."""
+
+
+# --- results ----------------------------------------------------------------------------------------------------
+
+@dataclass
+class Progress:
+    """The outcome of one step: done, or what is awaited and when to look again.
+
+    `problem` is set when the instance exists but the cloud refuses to move it on (for example no host can run
+    it): the controller shows it as a Warning event and a condition, and keeps retrying."""
+
+    done: bool
+    requeue_after: float = 0.0
+    waiting_for: str = ""
+    instance_id: str | None = None
+    instance_state: str | None = None
+    problem: str | None = None
+
+
+@dataclass
+class InstanceStatus:
+    """What the Machine shows of its instance: providerID, addresses, state."""
+
+    instance_id: str
+    state: str
+    provider_id: str
+    addresses: list[NodeAddress] | None  # None: leave them as they are (a stopped instance reports nothing)
+    has_ip: bool
+    provider_status: dict = field(default_factory=dict)
+
+
+class Actuator(Protocol):
+    """What the Machine controller asks of a provider."""
+
+    def provision(self, machine: Machine) -> Progress:
+        """Take the next step towards a running instance for `machine`; `done` once it runs. Raises
+        InvalidMachineConfiguration, MissingDependency or ActuatorError."""
+
+    def status(self, machine: Machine) -> InstanceStatus | None:
+        """The instance as it is now, or None when there is none."""
+
+    def delete(self, machine: Machine) -> Progress:
+        """Take the next step towards no instance (stopped, data disks detached, removed); `done` once gone."""
+
+
+@dataclass(frozen=True)
+class NodeInstance:
+    """The instance behind a Node, as the node controller needs it."""
+
+    provider_id: str
+    running: bool
+
+
+class Instances(Protocol):
+    """What the node controller asks of a provider: whose instance is this Node, and does it still exist."""
+
+    def owns(self, provider_id: str) -> bool:
+        """Whether this provider manages instances with this providerID (its scheme)."""
+
+    def find(self, node_name: str, provider_id: str | None) -> NodeInstance | None:
+        """The instance behind the Node: by its providerID when it has one, else by the Node's name. None only
+        when the provider is sure it does not exist; a failed lookup raises ActuatorError."""

@@ -1,0 +1,96 @@
+"""What the oVirt provider reads from the cluster: the credentials secret (followed live), a Machine's
+Ignition user data, and the API/ingress VIPs that must never be reported as a Machine's address."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+import structlog
+
+from machine_controller.runtime.informer import EventHandler
+from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, classify, is_not_found
+
+from .connection import ConnectionPool
+from .credentials import InvalidCredentials, from_secret_data
+from .errors import MissingDependencyError
+
+log = structlog.get_logger(__name__)
+_VIP_CACHE_S = 60.0
+# OpenShift's cluster-wide Infrastructure object: where the API and ingress VIPs of an oVirt cluster are.
+INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", namespaced=False)
+
+
+class CredentialsWatch:
+    """Feeds the pool from the credentials secret, live: a rotated secret is used by the next request."""
+
+    def __init__(self, pool: ConnectionPool):
+        self.pool = pool
+        self.problem: str | None = "secret not seen yet"
+
+    def handler(self) -> EventHandler:
+        return EventHandler(on_add=self._apply, on_update=lambda _old, new: self._apply(new),
+                            on_delete=lambda _obj: self._clear("secret deleted"))
+
+    def _apply(self, secret: dict) -> None:
+        try:
+            creds = from_secret_data(secret.get("data"))
+        except InvalidCredentials as e:
+            self._clear(str(e))
+            return
+        if self.pool.set_credentials(creds):
+            log.info("oVirt credentials loaded", url=creds.url, username=creds.username, fingerprint=creds.fingerprint())
+        self.problem = None
+
+    def _clear(self, why: str) -> None:
+        log.error("oVirt credentials unusable", problem=why)
+        self.problem = why
+        self.pool.set_credentials(None)
+
+
+class UserData:
+    """The Ignition config of a Machine, from its user-data secret (key `userData`, docs/compatibility.md#user-data)."""
+
+    def __init__(self, rest: Rest):
+        self._rest = rest
+
+    def __call__(self, namespace: str, name: str) -> str:
+        try:
+            secret = self._rest.get(SECRETS, name, namespace)
+        except Exception as e:
+            if is_not_found(e):
+                raise MissingDependencyError(f"user-data secret {namespace}/{name} not found") from None
+            raise
+        raw = (secret.get("data") or {}).get("userData")
+        if not raw:
+            raise MissingDependencyError(f"user-data secret {namespace}/{name} has no key userData")
+        return base64.b64decode(raw).decode()
+
+
+class ClusterVips:
+    """API and ingress VIPs of an OpenShift-on-oVirt cluster (Infrastructure `cluster`,
+    status.platformStatus.ovirt), excluded from Machine addresses. Absent on plain Kubernetes: none."""
+
+    def __init__(self, rest: Rest):
+        self._rest = rest
+        self._lock = threading.Lock()
+        self._cached: tuple[float, set[str]] = (0.0, set())
+
+    def __call__(self) -> set[str]:
+        with self._lock:
+            at, vips = self._cached
+            if time.monotonic() - at < _VIP_CACHE_S:
+                return vips
+            try:
+                infra = self._rest.get(INFRASTRUCTURES, "cluster")
+                ovirt = ((infra.get("status") or {}).get("platformStatus") or {}).get("ovirt") or {}
+                vips = {ip for key in ("apiServerInternalIP", "ingressIP") for ip in [ovirt.get(key)] if ip}
+                vips |= set(ovirt.get("apiServerInternalIPs") or []) | set(ovirt.get("ingressIPs") or [])
+            except Exception as e:
+                # Plain Kubernetes has no Infrastructure object; a deployment may not grant reading it.
+                if classify(e) not in (ErrorKind.NOT_FOUND, ErrorKind.FORBIDDEN):
+                    raise
+                vips = set()
+            self._cached = (time.monotonic(), vips)
+            return vips

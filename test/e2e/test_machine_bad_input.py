@@ -1,0 +1,129 @@
+"""Bad input and races found by trying the controller as a new user would: each ends with a clear report and
+loses nothing (docs/compatibility.md#machine-phases). Real API server, simulator and controller process."""
+
+from __future__ import annotations
+
+import json
+
+import ovirtsdk4 as sdk
+import pytest
+import yaml
+
+from machine_controller.runtime.testing import wait_until
+from machines import machine_manifest, unique_name
+
+GIB = 1024 ** 3
+
+
+def _events(menv, name: str) -> list[dict]:
+    out = menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
+                               f"involvedObject.name={name}", "-o", "json").stdout
+    return json.loads(out)["items"]
+
+
+def _condition(machine: dict, ctype: str) -> dict | None:
+    return next((c for c in (machine.get("status") or {}).get("conditions", []) if c["type"] == ctype), None)
+
+
+@pytest.mark.parametrize("provider_spec", [None, {}], ids=["no_providerSpec", "empty_providerSpec"])
+def test_machine_without_provider_spec_value_fails_naming_the_field(menv, provider_spec):
+    menv.controller()
+    name = unique_name("nospec")
+    manifest = machine_manifest(menv.inst, menv.namespace, name)
+    if provider_spec is None:
+        del manifest["spec"]["providerSpec"]
+    else:
+        manifest["spec"]["providerSpec"] = provider_spec
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+
+    m = menv.wait_phase(name, "Failed", timeout=60)
+    assert m["status"]["errorReason"] == "InvalidConfiguration"
+    assert "spec.providerSpec.value: Required value" in m["status"]["errorMessage"]
+    assert menv.vms_named(name) == []
+    assert any(e["type"] == "Warning" and e["reason"] == "FailedValidate" for e in _events(menv, name))
+
+
+def test_os_disk_smaller_than_the_template_is_refused_before_any_vm(menv):
+    """oVirt grows a disk but never shrinks it: a smaller OS disk can never be had, so it is invalid."""
+    menv.controller()
+    name = menv.create_machine(unique_name("small"), os_disk={"size_gb": 10})  # the template's disk is 16 GiB
+
+    m = menv.wait_phase(name, "Failed", timeout=60)
+    assert m["status"]["errorReason"] == "InvalidConfiguration"
+    assert "spec.providerSpec.value.os_disk.size_gb: Invalid value: 10" in m["status"]["errorMessage"]
+    assert "16 GiB" in m["status"]["errorMessage"]
+    assert menv.vms_named(name) == []
+
+
+def test_engine_refusing_to_start_is_reported_and_retried_until_a_host_fits(menv):
+    """A VM no host can run (more memory than any host has, yet valid for the engine) exists but cannot start:
+    the Machine says so with the engine's words and keeps trying; it is never Failed. Once a host that fits joins
+    the cluster, the same VM starts and the Machine runs."""
+    control = menv.sim.control
+    menv.controller()
+    before = control.counts().get("POST /vms/{vm}/start", 0)
+    name = menv.create_machine(unique_name("big"), memory_mb=512 * 1024)  # every seeded host has 128 GiB
+
+    def refused(m: dict) -> bool:
+        c = _condition(m, "InstanceRunning")
+        return bool(c) and c["status"] == "False" and c["reason"] == "StartRefused"
+    phases: list[str] = []
+    m = menv.wait_machine(name, refused, "reporting the refused start", timeout=90,
+                          on_poll=lambda m: phases.append((m.get("status") or {}).get("phase")))
+    message = _condition(m, "InstanceRunning")["message"]
+    assert "scheduling constraints" in message, message
+    assert m["status"]["phase"] == "Provisioning" and not m["status"].get("errorReason")
+    assert [e for e in _events(menv, name) if e["type"] == "Warning" and e["reason"] == "FailedStart"]
+    vms = menv.vms_named(name)
+    assert len(vms) == 1 and vms[0]["status"] == "down"
+
+    # Retried with backoff: more start attempts come, the Machine stays Provisioning.
+    menv.wait_machine(name, lambda _m: control.counts().get("POST /vms/{vm}/start", 0) - before >= 3,
+                      "retrying the start", timeout=60,
+                      on_poll=lambda m: phases.append((m.get("status") or {}).get("phase")))
+    assert "Failed" not in phases
+
+    control.add_host(f"big-host-{name}", memory=1024 * GIB, cores=64)
+    m = menv.wait_phase(name, "Running", timeout=120)
+    assert _condition(m, "InstanceRunning")["status"] == "True"
+    assert len(menv.vms_named(name)) == 1
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machine", name, "--wait=false")
+    menv.wait_gone(name, timeout=90)
+
+
+def test_machine_gone_while_its_reconcile_is_in_flight_ends_quietly(menv):
+    """The Machine disappears (deleted, its finalizer removed by hand) while a reconcile waits on the engine to
+    create its VM: the write that follows meets 404, and that ends the reconcile without an error or a retry."""
+    control = menv.sim.control
+    proc = menv.controller()
+    control.delay("/vms", 4.0, method="POST", count=1)  # the VM create answers after 4 s
+    name = menv.create_machine(unique_name("gone"))
+    key = f"{menv.namespace}/{name}"
+    assert wait_until(lambda: control.faults()[0]["fired"] >= 1, timeout=60, interval=0.2), "no VM create came"
+
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machine", name, "--wait=false")
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "machine", name, "--type=merge",
+                         "-p", '{"metadata":{"finalizers":null}}')
+    menv.wait_gone(name, timeout=30)
+
+    def lines() -> list[str]:
+        return [line for line in proc.log_text().splitlines() if f'"{key}"' in line]
+    assert wait_until(lambda: any("machine deleted during the reconcile" in line for line in lines()), timeout=30,
+                      interval=0.2), "the in-flight reconcile did not end quietly:\n" + "\n".join(lines()[-20:])
+    assert [line for line in lines() if "reconcile failed" in line] == []
+
+    # Removing a finalizer by hand leaves the VM to its user; the test removes it once its disks are copied.
+    conn = menv.sim.connection()
+    try:
+        vms = conn.system_service().vms_service()
+
+        def removed() -> bool:
+            try:
+                for vm in vms.list(search=f"name={name}"):
+                    vms.vm_service(vm.id).remove()
+                return True
+            except sdk.Error:
+                return False  # still locked
+        assert wait_until(removed, timeout=60, interval=0.5)
+    finally:
+        conn.close()

@@ -1,0 +1,482 @@
+"""The Machine controller's lifecycle, one scenario per row, against `fakes.FakeApi` and a scripted `FakeActuator`.
+
+Each row starts from one Machine (and maybe its Node and pods), runs the reconciler a few times as the work queue
+would, and then checks what a user would see: the Machine's phase, error fields, conditions and annotations, the
+events, the Node and its pods, and how often the actuator was asked. Nothing here needs an API server.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from api import keys
+from api.meta import NodeAddress, format_time, now
+from machine_controller.controllers.actuator import (ActuatorError, InstanceStatus, InvalidMachineConfiguration,
+                                                     MissingDependency, Progress)
+from machine_controller.controllers.machine import MachineReconciler
+from machine_controller.controllers.machine_metrics import MachineMetrics
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, internal_ip_index,
+                                                     provider_id_index)
+from machine_controller.controllers.resources import MACHINES, NODES, PODS
+from machine_controller.runtime.controller import Result
+from machine_controller.runtime.informer import Store
+
+from fakes import FakeActuator, FakeApi, RecordingEvents
+
+NS = "openshift-machine-api"
+NAME = "worker-0"
+KEY = f"{NS}/{NAME}"
+NODE = "worker-0.example.com"
+VM = "9f1c2b7e-0000-4000-8000-000000000001"
+PID = f"ovirt://{VM}"
+T0 = "2026-01-01T00:00:00Z"
+SPEC_VALUE = {"apiVersion": "ovirtproviderconfig.machine.openshift.io/v1beta1", "kind": "OvirtMachineProviderSpec",
+              "template_name": "rhcos-tpl", "cluster_id": "c-1"}
+GONE = "<gone>"  # expected phase of a Machine that no longer exists
+
+
+def machine(phase: str | None = None, finalizer: bool = True, deleting: bool = False, node: bool = False,
+            annotations: dict | None = None, provider_id: str | None = None, addresses: list | None = None,
+            value: dict | None = SPEC_VALUE, cluster: bool = True, pre_drain: bool = False,
+            pre_terminate: bool = False, conditions: list | None = None, provider_status: dict | None = None,
+            error_reason: str | None = None, other_finalizers: tuple = ()) -> dict:
+    labels = {keys.LABEL_CLUSTER: "ocp-abc12"} if cluster else {}
+    meta: dict[str, Any] = {"name": NAME, "namespace": NS, "labels": labels, "annotations": dict(annotations or {}),
+                            "finalizers": [*other_finalizers, *([keys.MACHINE_FINALIZER] if finalizer else [])],
+                            "creationTimestamp": T0}
+    if deleting:
+        meta["deletionTimestamp"] = format_time(now())
+    spec: dict[str, Any] = {"providerSpec": {"value": copy.deepcopy(value)} if value is not None else {}}
+    if provider_id:
+        spec["providerID"] = provider_id
+    hooks: dict[str, list] = {}
+    if pre_drain:
+        hooks["preDrain"] = [{"name": "EtcdQuorum", "owner": "clusteroperator/etcd"}]
+    if pre_terminate:
+        hooks["preTerminate"] = [{"name": "BackupDisks", "owner": "example/backup"}]
+    if hooks:
+        spec["lifecycleHooks"] = hooks
+    status: dict[str, Any] = {}
+    if phase:
+        status["phase"] = phase
+    if node:
+        status["nodeRef"] = {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    if addresses:
+        status["addresses"] = addresses
+    if conditions:
+        status["conditions"] = conditions
+    if provider_status:
+        status["providerStatus"] = provider_status
+    if error_reason:
+        status["errorReason"] = error_reason
+        status["errorMessage"] = "earlier failure"
+    return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": meta, "spec": spec, "status": status}
+
+
+def cond(type_: str, status: str = "True") -> dict:
+    return {"type": type_, "status": status, "lastTransitionTime": T0}
+
+
+def node_obj(unschedulable: bool = False) -> dict:
+    return {"metadata": {"name": NODE, "uid": "node-uid"}, "spec": {"providerID": PID, "unschedulable": unschedulable},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.5"}]}}
+
+
+def pod(name: str, namespace: str = "apps", daemonset: bool = False, mirror: bool = False) -> dict:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if daemonset:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "ds-uid",
+                                    "controller": True}]
+    if mirror:
+        meta["annotations"] = {"kubernetes.io/config.mirror": "x"}
+    return {"metadata": meta, "spec": {"nodeName": NODE}, "status": {"phase": "Running"}}
+
+
+ADDRESSES = [NodeAddress(type="InternalIP", address="10.0.0.5"), NodeAddress(type="Hostname", address=NODE)]
+UP = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=ADDRESSES, has_ip=True,
+                    provider_status={"instanceId": VM, "instanceState": "up"})
+NO_IP_YET = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=[], has_ip=False)
+CLONING = Progress(done=False, requeue_after=7.0, waiting_for="disk copy", instance_id=VM, instance_state="image_locked")
+STARTED = Progress(done=True, instance_id=VM, instance_state="up")
+NO_HOST = Progress(done=False, requeue_after=30.0, waiting_for="start", instance_id=VM, instance_state="down",
+                   problem="Cannot run VM. There is no host that satisfies current scheduling constraints.")
+POWERING_DOWN = Progress(done=False, instance_id=VM, instance_state="powering_down")
+GONE_FROM_CLOUD = Progress(done=True)
+
+
+@dataclass
+class World:
+    api: FakeApi
+    machines: Store
+    nodes: Store
+    actuator: FakeActuator
+    events: RecordingEvents
+    registry: CollectorRegistry
+    reconciler: MachineReconciler
+
+    def machine(self) -> dict | None:
+        return self.api.object(MACHINES, NAME, NS)
+
+
+@dataclass
+class Row:
+    id: str
+    machine: dict
+    results: list  # per pass: what reconcile returns (None or a Result), or the exception class it raises
+    provision: list = field(default_factory=list)
+    status: list = field(default_factory=list)
+    delete: list = field(default_factory=list)
+    node: dict | None = None
+    pods: list = field(default_factory=list)
+    refuse_eviction: tuple = ()
+    setup: Callable[[World], None] | None = None
+    between: Callable[[World, int], None] | None = None  # after pass i, before pass i+1
+    # expectations
+    phase: str | None = None  # GONE: the Machine no longer exists
+    error_reason: str | None = None
+    error_message: str | None = None  # a part of it
+    conditions: dict = field(default_factory=dict)  # type -> "Status" or "Status/Reason"
+    no_conditions: tuple = ()
+    annotations: dict = field(default_factory=dict)
+    finalizer: bool = True
+    events: list = field(default_factory=list)  # (type, reason), in order, exactly
+    calls: dict = field(default_factory=dict)  # actuator verb -> count, exactly (unlisted verbs: 0)
+    node_after: str | None = None  # "gone", "cordoned", "schedulable"; None: not checked
+    evictions: list | None = None
+    check: Callable[[World], None] | None = None
+
+
+def world(row: Row) -> World:
+    api = FakeApi()
+    indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
+    machines = api.cache(MACHINES, Store(indexers))
+    nodes = api.cache(NODES, Store(indexers))
+    api.seed(MACHINES, row.machine)
+    if row.node is not None:
+        api.seed(NODES, row.node)
+    for p in row.pods:
+        api.seed(PODS, p)
+    api.refused_evictions.update(row.refuse_eviction)
+    actuator = FakeActuator(provision=row.provision, status=row.status, delete=row.delete)
+    events = RecordingEvents()
+    registry = CollectorRegistry()
+    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics(registry))
+    return World(api, machines, nodes, actuator, events, registry, reconciler)
+
+
+# --- checks used by some rows ------------------------------------------------------------------------------------
+
+def _writes_nothing(w: World) -> None:
+    assert w.api.writes() == []
+
+
+def _provider_id_and_addresses_recorded(w: World) -> None:
+    m = w.machine()
+    assert m["spec"]["providerID"] == PID
+    assert m["status"]["addresses"] == [a.to_dict() for a in ADDRESSES]
+    assert m["status"]["providerStatus"] == {"instanceId": VM, "instanceState": "up"}
+    assert [e.message for e in w.events.recorded] == [f"Created Machine {NAME}"]
+
+
+def _invalid_config_counted(w: World) -> None:
+    assert w.registry.get_sample_value("mapi_instance_create_failed_total", {
+        "name": NAME, "namespace": NS, "reason": "InvalidConfiguration"}) == 1.0
+    assert w.events.recorded[0].message == "InvalidConfiguration: template rhcos-tpl has no boot disk"
+
+
+def _missing_dependency_told(w: World) -> None:
+    assert w.events.recorded[0].message == "template rhcos-tpl not found"
+    exists = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceExists")
+    assert exists["message"] == "template rhcos-tpl not found" and exists["severity"] == "Warning"
+
+
+def _start_problem_told(w: World) -> None:
+    assert NO_HOST.problem in w.events.recorded[0].message
+    running = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceRunning")
+    assert running["message"] == NO_HOST.problem
+
+
+def _pdb_named(w: World) -> None:
+    assert "PodDisruptionBudget" in w.events.recorded[0].message and "apps/web" in w.events.recorded[0].message
+    drained = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "Drained")
+    assert "apps/web" in drained["message"]
+    assert w.api.object(PODS, "web", "apps")["metadata"].get("deletionTimestamp") is None  # not evicted
+
+
+def _only_the_evictable_pod_evicted(w: World) -> None:
+    assert "waiting for 1 pod(s)" in w.events.recorded[0].message
+    assert w.api.object(PODS, "web", "apps")["metadata"].get("deletionTimestamp")
+    assert w.api.object(PODS, "fluentd", "logging")["metadata"].get("deletionTimestamp") is None
+    assert w.api.object(PODS, "static", "kube-system")["metadata"].get("deletionTimestamp") is None
+
+
+def _full_deletion_messages(w: World) -> None:
+    assert [e.message for e in w.events.recorded][2:] == [f"Node {NODE!r} drained", f"Deleted machine {NAME}"]
+    assert w.actuator.calls["delete"] == 2
+
+
+def _pods_untouched(w: World) -> None:
+    assert w.api.object(PODS, "web", "apps")["metadata"].get("deletionTimestamp") is None
+
+
+def _hook_named(w: World) -> None:
+    drainable = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "Drainable")
+    assert drainable["message"] == "Drain operation currently blocked by: EtcdQuorum"
+    _pods_untouched(w)
+
+
+def _terminate_hook_named(w: World) -> None:
+    terminable = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "Terminable")
+    assert terminable["message"] == "Terminate operation currently blocked by: BackupDisks"
+
+
+def _someone_else_writes(w: World) -> None:
+    w.api.freeze_cache(MACHINES)
+    w.api.touch(MACHINES, NAME, NS, {"metadata": {"labels": {"team": "infra"}}})
+
+
+def _deleted_behind_the_cache(w: World) -> None:
+    w.api.freeze_cache(MACHINES)
+    w.api.remove(MACHINES, NAME, NS)
+
+
+def _no_status_written(w: World) -> None:
+    assert w.api.writes(MACHINES) == [("PATCH", "machines", NAME)]  # the refused finalizer patch only
+    assert w.machine()["metadata"]["labels"]["team"] == "infra"
+
+
+def _lift_pdb_then_kubelet(w: World, after: int) -> None:
+    if after == 0:
+        w.api.refused_evictions.clear()
+    elif after == 1:
+        w.api.terminate_pods()
+
+
+STEADY = machine("Running", node=True, provider_id=PID,
+                 annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+                 addresses=[a.to_dict() for a in ADDRESSES],
+                 provider_status={"instanceId": VM, "instanceState": "up"},
+                 conditions=[cond("Drainable"), cond("InstanceExists"), cond("Terminable")])
+DRAINED = [cond("Drained"), cond("Drainable"), cond("InstanceExists"), cond("Terminable")]
+
+ROWS = [
+    # --- creation ---------------------------------------------------------------------------------------------
+    Row("new Machine gets the finalizer first", machine(finalizer=False), [None],
+        phase=None, no_conditions=("InstanceExists",)),
+    Row("never reconciled -> Provisioning, InstanceExists=False, no cloud call yet", machine(), [None],
+        phase="Provisioning", conditions={"InstanceExists": "False/InstanceNotCreated", "Drainable": "True",
+                                          "Terminable": "True"}),
+    Row("provisioning in progress: requeue as the actuator says, instance id recorded", machine("Provisioning"),
+        [Result(requeue_after=7.0)], provision=[CLONING],
+        phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+        calls={"provision": 1}),
+    Row("instance runs, no Node yet -> Provisioned, polled every 30 s", machine("Provisioning"),
+        [Result(requeue_after=30.0)], provision=[STARTED], status=[UP],
+        phase="Provisioned", conditions={"InstanceExists": "True"},
+        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+        events=[("Normal", "Created")], calls={"provision": 1, "status": 1},
+        check=_provider_id_and_addresses_recorded),
+    Row("instance runs and the Node is linked -> Running", machine("Provisioning", node=True), [None],
+        provision=[STARTED], status=[UP], phase="Running", conditions={"InstanceExists": "True"},
+        events=[("Normal", "Created")], calls={"provision": 1, "status": 1}),
+    Row("Provisioned with no guest IP yet: looked at again in 5 s", machine("Provisioned"),
+        [Result(requeue_after=5.0)], status=[NO_IP_YET], phase="Provisioned", calls={"status": 1}),
+    Row("Provisioned Machine whose Node appears -> Running", machine("Provisioned", node=True), [None],
+        status=[UP], phase="Running", calls={"status": 1}),
+    Row("steady Running Machine: one status look, no write", STEADY, [None], status=[UP], phase="Running",
+        calls={"status": 1}, check=_writes_nothing),
+    # --- the only road to Failed --------------------------------------------------------------------------------
+    Row("InvalidMachineConfiguration -> Failed/InvalidConfiguration, and no second try", machine("Provisioning"),
+        [None, None], provision=[InvalidMachineConfiguration("template rhcos-tpl has no boot disk")],
+        phase="Failed", error_reason="InvalidConfiguration", error_message="template rhcos-tpl has no boot disk",
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, events=[("Warning", "FailedCreate")],
+        calls={"provision": 1}, check=_invalid_config_counted),
+    Row("no spec.providerSpec.value -> Failed naming the field, cloud never asked", machine(value=None), [None],
+        phase="Failed", error_reason="InvalidConfiguration", error_message="spec.providerSpec.value",
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, events=[("Warning", "FailedValidate")]),
+    Row("no cluster label -> Failed naming the label, cloud never asked", machine("Provisioning", cluster=False),
+        [None], phase="Failed", error_reason="InvalidConfiguration",
+        error_message=f"metadata.labels[{keys.LABEL_CLUSTER}]", events=[("Warning", "FailedValidate")]),
+    Row("a Failed Machine is left alone", machine("Failed", error_reason="InvalidConfiguration"), [None],
+        phase="Failed", error_reason="InvalidConfiguration", error_message="earlier failure", check=_writes_nothing),
+    # --- faults that are retried, never Failed --------------------------------------------------------------------
+    Row("MissingDependency -> Warning event, InstanceExists=False, retried", machine("Provisioning"),
+        [MissingDependency], provision=[MissingDependency("template rhcos-tpl not found")],
+        phase="Provisioning", conditions={"InstanceExists": "False/InstanceNotCreated"},
+        events=[("Warning", "FailedCreate")], calls={"provision": 1}, check=_missing_dependency_told),
+    Row("ActuatorError -> retried without an event, not Failed", machine("Provisioning"), [ActuatorError],
+        provision=[ActuatorError("engine unreachable")], phase="Provisioning",
+        conditions={"InstanceExists": "False/InstanceNotCreated"}, calls={"provision": 1}),
+    Row("ActuatorError three times -> still Provisioning", machine("Provisioning"),
+        [ActuatorError, ActuatorError, ActuatorError], provision=[ActuatorError("engine unreachable")],
+        phase="Provisioning", calls={"provision": 3}),
+    Row("the engine refuses to start the VM -> FailedStart, InstanceRunning=False, not Failed",
+        machine("Provisioning"), [Result(requeue_after=30.0)], provision=[NO_HOST], phase="Provisioning",
+        conditions={"InstanceRunning": "False/StartRefused"}, events=[("Warning", "FailedStart")],
+        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "down"},
+        calls={"provision": 1}, check=_start_problem_told),
+    Row("a refused start that later succeeds turns InstanceRunning True", machine("Provisioning"),
+        [Result(requeue_after=30.0), Result(requeue_after=30.0)], provision=[NO_HOST, STARTED], status=[UP],
+        phase="Provisioned", conditions={"InstanceRunning": "True", "InstanceExists": "True"},
+        events=[("Warning", "FailedStart"), ("Normal", "Created")], calls={"provision": 2, "status": 1}),
+    Row("status lookup fails -> InstanceExists Unknown, phase kept, retried", STEADY, [ActuatorError],
+        status=[ActuatorError("engine timeout")], phase="Running",
+        conditions={"InstanceExists": "Unknown/ErrorCheckingProvider"}, calls={"status": 1}),
+    Row("the instance of a Running Machine vanished -> Failed", STEADY, [None], status=[None],
+        phase="Failed", error_reason=None, error_message="Can't find created instance.",
+        conditions={"InstanceExists": "False/InstanceMissing"},
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, calls={"status": 1},
+        check=lambda w: w.machine()["status"]["providerStatus"] == {"instanceId": VM, "instanceState": "Unknown"}
+        or pytest.fail(f"providerStatus: {w.machine()['status']['providerStatus']}")),
+    Row("a Provisioned Machine that never had an instance goes back to Provisioning", machine("Provisioned"),
+        [None], status=[None], phase="Provisioning", calls={"status": 1}),
+    # --- deletion ---------------------------------------------------------------------------------------------
+    Row("deletion: Deleting, Node cordoned, a PodDisruptionBudget refuses -> Drained=False, retry in 20 s",
+        machine("Running", deleting=True, node=True), [Result(requeue_after=20.0)],
+        node=node_obj(), pods=[pod("web")], refuse_eviction=("apps/web",),
+        phase="Deleting", conditions={"Drained": "False/DrainError"}, events=[("Warning", "DrainRequeued")],
+        node_after="cordoned", evictions=[], check=_pdb_named),
+    Row("deletion: pods evicted, daemonset and mirror pods left, waiting for them to go",
+        machine("Deleting", deleting=True, node=True), [Result(requeue_after=5.0)], node=node_obj(),
+        pods=[pod("web"), pod("fluentd", "logging", daemonset=True), pod("static", "kube-system", mirror=True)],
+        phase="Deleting", conditions={"Drained": "False/DrainError"}, events=[("Warning", "DrainRequeued")],
+        node_after="cordoned", evictions=["apps/web"], check=_only_the_evictable_pod_evicted),
+    Row("deletion: a finished drain is told once, as a Normal event",
+        machine("Deleting", deleting=True, node=True), [Result(requeue_after=5.0), Result(requeue_after=5.0)],
+        node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
+        events=[("Normal", "Deleted")], node_after="cordoned", calls={"delete": 2},
+        check=lambda w: w.events.recorded[0].message == f"Node {NODE!r} drained"
+        or pytest.fail(w.events.recorded[0].message)),
+    Row("deletion: drained, instance powering down -> requeue, State column follows",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue_after=5.0)],
+        node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "powering_down"}, node_after="cordoned", calls={"delete": 1}),
+    Row("deletion: instance gone -> Node deleted, finalizer removed, Machine gone",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], node=node_obj(True),
+        delete=[GONE_FROM_CLOUD], phase=GONE, events=[("Normal", "Deleted")], node_after="gone",
+        calls={"delete": 1}),
+    Row("deletion start to end: PDB, eviction, kubelet, instance delete, Node, finalizer",
+        machine("Running", deleting=True, node=True), [Result(requeue_after=20.0), Result(requeue_after=5.0),
+                                                       Result(requeue_after=5.0), None],
+        node=node_obj(), pods=[pod("web")], refuse_eviction=("apps/web",), between=_lift_pdb_then_kubelet,
+        delete=[POWERING_DOWN, GONE_FROM_CLOUD], phase=GONE,
+        events=[("Warning", "DrainRequeued"), ("Warning", "DrainRequeued"), ("Normal", "Deleted"),
+                ("Normal", "Deleted")],
+        node_after="gone", evictions=["apps/web"], calls={"delete": 2}, check=_full_deletion_messages),
+    Row("deletion: a Node already gone counts as drained",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], delete=[GONE_FROM_CLOUD],
+        phase=GONE, events=[("Normal", "Deleted")], node_after="gone", calls={"delete": 1}),
+    Row("deletion: exclude-node-draining skips the drain",
+        machine("Running", deleting=True, node=True, annotations={keys.ANNOTATION_EXCLUDE_NODE_DRAINING: ""}),
+        [Result(requeue_after=5.0)], node=node_obj(), pods=[pod("web")], delete=[POWERING_DOWN],
+        phase="Deleting", no_conditions=("Drained",), node_after="schedulable", evictions=[], calls={"delete": 1},
+        check=_pods_untouched),
+    Row("deletion: a preDrain hook blocks the drain and the instance delete",
+        machine("Running", deleting=True, node=True, pre_drain=True), [None], node=node_obj(), pods=[pod("web")],
+        phase="Deleting", conditions={"Drainable": "False/HookPresent", "Terminable": "True"},
+        no_conditions=("Drained",), node_after="schedulable", evictions=[], check=_hook_named),
+    Row("deletion: a preTerminate hook lets the drain happen and blocks the instance delete",
+        machine("Running", deleting=True, node=True, pre_terminate=True), [Result(requeue_after=5.0)],
+        node=node_obj(), pods=[pod("web")], phase="Deleting", conditions={"Drained": "False/DrainError", "Terminable": "False/HookPresent",
+                                      "Drainable": "True"},
+        events=[("Warning", "DrainRequeued")], node_after="cordoned", evictions=["apps/web"]),
+    Row("deletion: a drained Machine with a preTerminate hook keeps its instance",
+        machine("Deleting", deleting=True, node=True, pre_terminate=True, conditions=DRAINED), [None],
+        node=node_obj(True), phase="Deleting", conditions={"Drained": "True", "Terminable": "False/HookPresent"},
+        node_after="cordoned", check=_terminate_hook_named),
+    Row("deletion: the actuator fails -> retried, finalizer kept, Node kept",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [ActuatorError], node=node_obj(True),
+        delete=[ActuatorError("engine unreachable")], phase="Deleting", node_after="cordoned",
+        calls={"delete": 1}),
+    Row("deletion: the Node delete fails -> retried, finalizer kept",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Exception], node=node_obj(True),
+        delete=[GONE_FROM_CLOUD], setup=lambda w: w.api.fail("DELETE", NODES, 500), phase="Deleting",
+        node_after="cordoned", calls={"delete": 1}),
+    Row("deletion of a Machine without our finalizer: phase only",
+        machine("Running", deleting=True, finalizer=False, other_finalizers=("example.com/keep",)),
+        [None], phase="Deleting", finalizer=False),
+    # --- races with other writers -------------------------------------------------------------------------------
+    Row("409 on the finalizer write (the cache is behind) -> requeue, no error", machine(finalizer=False),
+        [Result(requeue_after=0.5)], setup=_someone_else_writes, phase=None, finalizer=False,
+        check=_no_status_written),
+    Row("409 on recording the instance id -> requeue, no error", machine("Provisioning"),
+        [Result(requeue_after=0.5)], provision=[CLONING], setup=_someone_else_writes, phase="Provisioning",
+        calls={"provision": 1},
+        check=lambda w: keys.ANNOTATION_VM_ID not in w.machine()["metadata"]["annotations"]
+        or pytest.fail("annotation written despite the conflict")),
+    Row("404 on the status write (Machine deleted, cache stale) -> returns quietly", machine(), [None],
+        setup=_deleted_behind_the_cache, phase=GONE),
+    Row("404 on recording the instance id -> returns quietly", machine("Provisioning"), [None],
+        provision=[CLONING], setup=_deleted_behind_the_cache, phase=GONE, calls={"provision": 1}),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_machine_reconciler(row: Row) -> None:
+    w = world(row)
+    if row.setup:
+        row.setup(w)
+    for i, expected in enumerate(row.results):
+        if isinstance(expected, type) and issubclass(expected, BaseException):
+            with pytest.raises(expected):
+                w.reconciler.reconcile(KEY)
+        else:
+            assert w.reconciler.reconcile(KEY) == expected, f"pass {i}"
+        if row.between and i < len(row.results) - 1:
+            row.between(w, i)
+
+    m = w.machine()
+    if row.phase == GONE:
+        assert m is None, f"the Machine still exists: {m}"
+    else:
+        assert m is not None
+        status = m.get("status") or {}
+        assert status.get("phase") == row.phase
+        assert status.get("errorReason") == row.error_reason
+        if row.error_message:
+            assert row.error_message in status.get("errorMessage", "")
+        else:
+            assert status.get("errorMessage") is None
+        got = {c["type"]: c for c in status.get("conditions") or []}
+        for ctype, want in row.conditions.items():
+            assert ctype in got, f"no {ctype} condition: {sorted(got)}"
+            have = got[ctype]["status"] + (f"/{got[ctype]['reason']}" if "/" in want else "")
+            assert have == want, ctype
+        for ctype in row.no_conditions:
+            assert ctype not in got
+        annotations = m["metadata"].get("annotations") or {}
+        for k, v in row.annotations.items():
+            assert annotations.get(k) == v, k
+        assert (keys.MACHINE_FINALIZER in (m["metadata"].get("finalizers") or [])) == row.finalizer
+    assert w.events.reasons() == row.events
+    assert all(e.involved == f"Machine {KEY}" for e in w.events.recorded)
+    assert {k: v for k, v in w.actuator.calls.items() if v} == row.calls
+    if row.node_after == "gone":
+        assert w.api.object(NODES, NODE) is None
+    elif row.node_after is not None:
+        node = w.api.object(NODES, NODE)
+        assert node is not None
+        assert bool(node["spec"].get("unschedulable")) == (row.node_after == "cordoned")
+    if row.evictions is not None:
+        assert w.api.evictions == row.evictions
+    if row.check:
+        row.check(w)
+
+
+def test_the_reconciler_leaves_the_informer_cache_as_it_found_it() -> None:
+    """The Store hands out its own dicts, to be treated as read-only: other controllers read them concurrently,
+    and the informer diffs the cached object against the next watch event. A reconcile that writes to the
+    Machine must not change the cached object in place."""
+    row = Row("cache", machine("Provisioning"), [], provision=[STARTED], status=[UP])
+    w = world(row)
+    w.api.freeze_cache(MACHINES)  # the cache sees no write, so only the reconciler could change its object
+    before = copy.deepcopy(w.machines.get(KEY))
+    w.reconciler.reconcile(KEY)
+    assert w.machine()["status"]["phase"] == "Provisioned"  # it did write
+    assert w.machines.get(KEY) == before

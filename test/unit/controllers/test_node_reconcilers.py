@@ -1,0 +1,256 @@
+"""The two Node-facing controllers against `fakes.FakeApi`: the node instance controller (providerID, deleting
+Nodes whose instance is gone) with a scripted `Instances`, and nodelink (Machine <-> Node)."""
+
+from __future__ import annotations
+
+import pytest
+
+from api import keys
+from machine_controller.controllers.actuator import ActuatorError, NodeInstance
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, AmbiguousMatch,
+                                                     NodeLinkReconciler, internal_ip_index, provider_id_index)
+from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler
+from machine_controller.controllers.resources import MACHINES, NODES
+from machine_controller.runtime.controller import Result
+from machine_controller.runtime.informer import Store
+
+from fakes import FakeActuator, FakeApi, RecordingEvents
+
+NS = "openshift-machine-api"
+NODE = "worker-0.example.com"
+PID = "ovirt://9f1c2b7e-0000-4000-8000-000000000001"
+IP = "10.0.0.5"
+INDEXERS = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
+
+
+def node(provider_id: str | None = None, ip: str | None = IP, ready: str = "True", deleting: bool = False,
+         taints: list | None = None, labels: dict | None = None, finalizers: list | None = None) -> dict:
+    meta: dict = {"name": NODE, "uid": "node-uid", "labels": dict(labels or {})}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        meta["finalizers"] = finalizers or ["example.com/keep"]
+    spec: dict = {}
+    if provider_id:
+        spec["providerID"] = provider_id
+    if taints is not None:
+        spec["taints"] = taints
+    status: dict = {"conditions": [{"type": "Ready", "status": ready}]}
+    if ip:
+        status["addresses"] = [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": NODE}]
+    return {"metadata": meta, "spec": spec, "status": status}
+
+
+# --- the node instance controller ---------------------------------------------------------------------------------
+
+def instance_world(node_obj: dict | None, find: list) -> tuple[NodeInstanceReconciler, FakeApi, FakeActuator,
+                                                                  RecordingEvents]:
+    api = FakeApi()
+    nodes = api.cache(NODES, Store(INDEXERS))
+    if node_obj is not None:
+        api.seed(NODES, node_obj)
+    instances = FakeActuator(find=find)
+    events = RecordingEvents()
+    return NodeInstanceReconciler(api, nodes, instances, events), api, instances, events
+
+
+def test_a_new_node_gets_the_provider_id_of_the_instance_of_its_name():
+    reconciler, api, instances, events = instance_world(node(), [NodeInstance(PID, running=True)])
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE)["spec"]["providerID"] == PID
+    assert instances.seen == [("find", (NODE, None))]
+    assert events.recorded == []
+
+
+def test_a_node_with_no_instance_of_its_name_is_left_alone():
+    reconciler, api, instances, _ = instance_world(node(), [None])
+    assert reconciler.reconcile(NODE) is None
+    assert "providerID" not in api.object(NODES, NODE)["spec"]
+    assert api.writes() == [] and instances.calls["find"] == 1
+
+
+def test_another_providers_node_is_not_looked_up_nor_touched():
+    reconciler, api, instances, events = instance_world(node("aws:///us-east-1a/i-0abc"), [])
+    assert reconciler.reconcile(NODE) is None  # FakeActuator fails the test if find is called: none scripted
+    assert instances.calls["owns"] == 1 and instances.calls["find"] == 0
+    assert api.object(NODES, NODE) is not None and api.writes() == [] and events.recorded == []
+
+
+def test_a_node_whose_instance_is_gone_is_deleted_with_an_event():
+    reconciler, api, instances, events = instance_world(node(PID), [None])
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE) is None
+    assert instances.seen == [("find", (NODE, PID))]
+    assert events.reasons() == [("Normal", "DeletingNode")]
+    assert events.recorded[0].involved == f"Node {NODE}" and NODE in events.recorded[0].message
+
+
+def test_a_failed_lookup_never_deletes_the_node():
+    reconciler, api, _, events = instance_world(node(PID, ready="Unknown"), [ActuatorError("engine unreachable")])
+    with pytest.raises(ActuatorError):
+        reconciler.reconcile(NODE)
+    assert api.object(NODES, NODE) is not None
+    assert api.writes() == [] and events.recorded == []
+
+
+def test_a_node_already_deleted_behind_the_cache_is_fine():
+    reconciler, api, _, events = instance_world(node(PID), [None])
+    api.freeze_cache(NODES)
+    api.remove(NODES, NODE)
+    assert reconciler.reconcile(NODE) is None
+    assert events.reasons() == [("Normal", "DeletingNode")]
+
+
+def test_a_node_delete_that_fails_is_retried():
+    reconciler, api, _, _ = instance_world(node(PID), [None])
+    api.fail("DELETE", NODES, 500)
+    with pytest.raises(Exception) as raised:
+        reconciler.reconcile(NODE)
+    assert getattr(raised.value, "status", None) == 500
+    assert api.object(NODES, NODE) is not None
+
+
+def test_a_stopped_instance_is_looked_at_again_in_a_minute():
+    reconciler, api, _, events = instance_world(node(PID, ready="Unknown"), [NodeInstance(PID, running=False)])
+    assert DOWN_RECHECK_S == 60.0
+    assert reconciler.reconcile(NODE) == Result(requeue_after=60.0)
+    assert api.object(NODES, NODE) is not None and api.writes() == [] and events.recorded == []
+
+
+def test_a_running_instance_needs_nothing():
+    reconciler, api, instances, _ = instance_world(node(PID), [NodeInstance(PID, running=True)])
+    assert reconciler.reconcile(NODE) is None
+    assert api.writes() == [] and instances.calls["find"] == 1
+
+
+@pytest.mark.parametrize("node_obj", [None, node(PID, deleting=True)], ids=["not cached", "being deleted"])
+def test_absent_or_deleting_nodes_are_not_looked_up(node_obj):
+    reconciler, api, instances, _ = instance_world(node_obj, [])
+    assert reconciler.reconcile(NODE) is None
+    assert instances.calls["find"] == 0 and api.writes() == []
+
+
+# --- nodelink -----------------------------------------------------------------------------------------------------
+
+def machine(name: str, provider_id: str | None = None, ip: str | None = None, deleting: bool = False,
+            labels: dict | None = None, annotations: dict | None = None, taints: list | None = None) -> dict:
+    meta: dict = {"name": name, "namespace": NS, "finalizers": [keys.MACHINE_FINALIZER]}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: dict = {"metadata": {"labels": dict(labels or {}), "annotations": dict(annotations or {})},
+                  "taints": list(taints or [])}
+    if provider_id:
+        spec["providerID"] = provider_id
+    status: dict = {"phase": "Provisioned"}
+    if ip:
+        status["addresses"] = [{"type": "InternalIP", "address": ip}]
+    return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": meta, "spec": spec, "status": status}
+
+
+def link_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeLinkReconciler, FakeApi]:
+    api = FakeApi()
+    nodes = api.cache(NODES, Store(INDEXERS))
+    machines = api.cache(MACHINES, Store(INDEXERS))
+    api.seed(NODES, node_obj)
+    for m in machine_objs:
+        api.seed(MACHINES, m)
+    return NodeLinkReconciler(api, nodes, machines), api
+
+
+def node_ref(api: FakeApi, name: str) -> dict | None:
+    return api.object(MACHINES, name, NS)["status"].get("nodeRef")
+
+
+def test_a_node_is_linked_to_the_machine_of_its_provider_id():
+    reconciler, api = link_world(node(PID), machine("by-ip", ip=IP), machine("by-pid", provider_id=PID))
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert node_ref(api, "by-pid") == {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    assert node_ref(api, "by-ip") is None  # the providerID match wins over the address
+    assert api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == f"{NS}/by-pid"
+
+
+def test_without_a_provider_id_match_the_internal_ip_links():
+    reconciler, api = link_world(node(None), machine("other", ip="10.0.0.99"), machine("by-ip", ip=IP))
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert node_ref(api, "by-ip")["name"] == NODE
+    assert node_ref(api, "other") is None
+    assert api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == f"{NS}/by-ip"
+
+
+def test_a_node_matching_no_machine_is_left_alone():
+    reconciler, api = link_world(node(None, ip="10.9.9.9"), machine("m", ip=IP))
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert api.writes() == []
+
+
+def test_labels_annotations_and_taints_go_to_the_node_and_taints_are_never_removed():
+    existing = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+    wanted = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+    m = machine("m", provider_id=PID, labels={"node-role.kubernetes.io/infra": ""},
+                annotations={"example.com/owner": "team-a"}, taints=[wanted])
+    reconciler, api = link_world(node(PID, taints=[existing], labels={"kubernetes.io/hostname": NODE}), m)
+    reconciler.reconcile_quietly(NODE)
+    n = api.object(NODES, NODE)
+    assert n["metadata"]["labels"] == {"kubernetes.io/hostname": NODE, "node-role.kubernetes.io/infra": ""}
+    assert n["metadata"]["annotations"] == {"example.com/owner": "team-a", keys.ANNOTATION_NODE_MACHINE: f"{NS}/m"}
+    assert n["spec"]["taints"] == [existing, wanted]
+
+    # The taint leaves the Machine's spec: the Node keeps it; nothing else to write either.
+    api.touch(MACHINES, "m", NS, {"spec": {"taints": []}})
+    node_writes = len(api.writes(NODES))
+    reconciler.reconcile_quietly(NODE)
+    assert api.object(NODES, NODE)["spec"]["taints"] == [existing, wanted]
+    assert len(api.writes(NODES)) == node_writes
+
+
+def test_a_second_pass_with_nothing_new_writes_nothing():
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, labels={"a": "b"}))
+    reconciler.reconcile_quietly(NODE)
+    before = len(api.writes())
+    reconciler.reconcile_quietly(NODE)
+    assert len(api.writes()) == before
+
+
+def test_a_ready_flip_rewrites_the_node_ref_so_the_machine_is_looked_at_again():
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID))
+    reconciler.reconcile_quietly(NODE)
+    status_writes = [w for w in api.writes(MACHINES) if w[2] == "m/status"]
+    api.touch(NODES, NODE, change={"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+    reconciler.reconcile_quietly(NODE)
+    assert len([w for w in api.writes(MACHINES) if w[2] == "m/status"]) == len(status_writes) + 1
+
+
+def test_two_machines_matching_one_node_is_an_error_and_nothing_is_written():
+    reconciler, api = link_world(node(PID), machine("a", provider_id=PID), machine("b", provider_id=PID))
+    with pytest.raises(AmbiguousMatch, match=f"{NS}/a, {NS}/b"):
+        reconciler.reconcile_quietly(NODE)
+    assert api.writes() == []
+
+
+def test_a_deleting_machine_does_not_count_as_a_match():
+    reconciler, api = link_world(node(PID), machine("old", provider_id=PID, deleting=True),
+                                 machine("new", provider_id=PID))
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert node_ref(api, "new")["name"] == NODE
+    assert node_ref(api, "old") is None
+
+
+def test_a_deleting_node_is_not_linked():
+    reconciler, api = link_world(node(PID, deleting=True), machine("m", provider_id=PID))
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert api.writes() == []
+
+
+def test_a_node_changed_since_the_cache_saw_it_is_a_requeue_not_an_error():
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, labels={"a": "b"}))
+    api.freeze_cache(NODES)
+    api.touch(NODES, NODE, change={"metadata": {"labels": {"kubelet": "heartbeat"}}})
+    assert reconciler.reconcile_quietly(NODE) == Result(requeue=True)
+    assert "a" not in api.object(NODES, NODE)["metadata"]["labels"]  # the guarded patch was refused
+
+
+def test_other_errors_are_not_swallowed():
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID))
+    api.fail("PATCH", MACHINES, 500)
+    with pytest.raises(Exception) as raised:
+        reconciler.reconcile_quietly(NODE)
+    assert getattr(raised.value, "status", None) == 500

@@ -102,7 +102,8 @@ ADDRESSES = [NodeAddress(type="InternalIP", address="10.0.0.5"), NodeAddress(typ
 UP = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=ADDRESSES, has_ip=True,
                     provider_status={"instanceId": VM, "instanceState": "up"})
 NO_IP_YET = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=[], has_ip=False)
-CLONING = Progress(done=False, requeue_after=7.0, waiting_for="disk copy", instance_id=VM, instance_state="image_locked")
+CLONING = Progress(done=False, requeue_after=7.0, waiting_for="disk copy", instance_id=VM,
+                   instance_state="image_locked")
 STARTED = Progress(done=True, instance_id=VM, instance_state="up")
 NO_HOST = Progress(done=False, requeue_after=30.0, waiting_for="start", instance_id=VM, instance_state="down",
                    problem="Cannot run VM. There is no host that satisfies current scheduling constraints.")
@@ -200,6 +201,18 @@ def _start_problem_told(w: World) -> None:
     assert NO_HOST.problem in w.events.recorded[0].message
     running = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceRunning")
     assert running["message"] == NO_HOST.problem
+
+
+def _state_unknown(w: World) -> None:
+    assert w.machine()["status"]["providerStatus"] == {"instanceId": VM, "instanceState": "Unknown"}
+
+
+def _drain_told(w: World) -> None:
+    assert w.events.recorded[0].message == f"Node {NODE!r} drained"
+
+
+def _no_vm_id(w: World) -> None:
+    assert keys.ANNOTATION_VM_ID not in w.machine()["metadata"]["annotations"]
 
 
 def _pdb_named(w: World) -> None:
@@ -331,9 +344,7 @@ ROWS = [
     Row("the instance of a Running Machine vanished -> Failed", STEADY, [None], status=[None],
         phase="Failed", error_reason=None, error_message="Can't find created instance.",
         conditions={"InstanceExists": "False/InstanceMissing"},
-        annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, calls={"status": 1},
-        check=lambda w: w.machine()["status"]["providerStatus"] == {"instanceId": VM, "instanceState": "Unknown"}
-        or pytest.fail(f"providerStatus: {w.machine()['status']['providerStatus']}")),
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, calls={"status": 1}, check=_state_unknown),
     Row("a Provisioned Machine that never had an instance goes back to Provisioning", machine("Provisioned"),
         [None], status=[None], phase="Provisioning", calls={"status": 1}),
     # --- deletion ---------------------------------------------------------------------------------------------
@@ -351,8 +362,7 @@ ROWS = [
         machine("Deleting", deleting=True, node=True), [Result(requeue_after=5.0), Result(requeue_after=5.0)],
         node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
         events=[("Normal", "Deleted")], node_after="cordoned", calls={"delete": 2},
-        check=lambda w: w.events.recorded[0].message == f"Node {NODE!r} drained"
-        or pytest.fail(w.events.recorded[0].message)),
+        check=_drain_told),
     Row("deletion: drained, instance powering down -> requeue, State column follows",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue_after=5.0)],
         node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
@@ -383,8 +393,8 @@ ROWS = [
         no_conditions=("Drained",), node_after="schedulable", evictions=[], check=_hook_named),
     Row("deletion: a preTerminate hook lets the drain happen and blocks the instance delete",
         machine("Running", deleting=True, node=True, pre_terminate=True), [Result(requeue_after=5.0)],
-        node=node_obj(), pods=[pod("web")], phase="Deleting", conditions={"Drained": "False/DrainError", "Terminable": "False/HookPresent",
-                                      "Drainable": "True"},
+        node=node_obj(), pods=[pod("web")], phase="Deleting",
+        conditions={"Drained": "False/DrainError", "Terminable": "False/HookPresent", "Drainable": "True"},
         events=[("Warning", "DrainRequeued")], node_after="cordoned", evictions=["apps/web"]),
     Row("deletion: a drained Machine with a preTerminate hook keeps its instance",
         machine("Deleting", deleting=True, node=True, pre_terminate=True, conditions=DRAINED), [None],
@@ -407,9 +417,7 @@ ROWS = [
         check=_no_status_written),
     Row("409 on recording the instance id -> requeue, no error", machine("Provisioning"),
         [Result(requeue_after=0.5)], provision=[CLONING], setup=_someone_else_writes, phase="Provisioning",
-        calls={"provision": 1},
-        check=lambda w: keys.ANNOTATION_VM_ID not in w.machine()["metadata"]["annotations"]
-        or pytest.fail("annotation written despite the conflict")),
+        calls={"provision": 1}, check=_no_vm_id),
     Row("404 on the status write (Machine deleted, cache stale) -> returns quietly", machine(), [None],
         setup=_deleted_behind_the_cache, phase=GONE),
     Row("404 on recording the instance id -> returns quietly", machine("Provisioning"), [None],

@@ -9,6 +9,7 @@ Only `InvalidMachineConfiguration` leads to Failed; every provider fault goes ba
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any
@@ -69,9 +70,10 @@ class MachineReconciler:
 
     # --- entry point ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
-        obj = self._machines.get(key)
-        if obj is None:
+        cached = self._machines.get(key)
+        if cached is None:
             return None
+        obj = copy.deepcopy(cached)  # the informer's object is shared with every reader: never written in place
         machine = Machine.from_dict(obj)
         try:
             if machine.metadata.deleting:
@@ -204,6 +206,7 @@ class MachineReconciler:
             if machine.spec.lifecycle_hooks.pre_drain:
                 return None  # the hook's owner edits the Machine when it is done
             drained = self._drainer.drain(node)
+            already_drained = _has_true(machine, MachineConditionType.DRAINED)
             condition = true_condition(MachineConditionType.DRAINED) if drained.done else false_condition(
                 MachineConditionType.DRAINED, MachineConditionReason.DRAIN_ERROR, ConditionSeverity.WARNING,
                 f"could not drain machine: {drained.message}")
@@ -212,7 +215,7 @@ class MachineReconciler:
                 self._events.warning(obj, "DrainRequeued", drained.message)
                 return Result(requeue_after=self._timing.drain_retry_s if "PodDisruptionBudget" in drained.message
                               else self._timing.instance_deleting_s)
-            if not _has_true(machine, MachineConditionType.DRAINED):
+            if not already_drained:
                 self._events.normal(obj, "Deleted", drained.message)
         if machine.spec.lifecycle_hooks.pre_terminate:
             return None

@@ -30,6 +30,9 @@ class CRDInfo:
     short_names: tuple[str, ...] = ()
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: ScaleSubresource | None = None
+    group: str = ""  # empty: the Machine API's group and version (api.keys)
+    version: str = ""
+    has_status: bool = True  # a status subresource
 
     @property
     def singular(self) -> str:

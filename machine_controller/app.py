@@ -13,12 +13,14 @@ from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, add_nodelink_controller,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import add_node_instance_controller
+from machine_controller.controllers.remediation import add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.cluster_inputs import ClusterVips, CredentialsWatch, UserData
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.instances import OvirtInstances
+from machine_controller.ovirt.power import OvirtPower
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer
 from machine_controller.runtime.kube import Rest, load_api_client
@@ -61,6 +63,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     manager.on_shutdown(pool.close)
     actuator = OvirtActuator(client, UserData(rest), ClusterVips(rest))
     instances = OvirtInstances(client)
+    power = OvirtPower(client)
 
     # The informers the controllers share.
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
@@ -82,6 +85,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     add_node_instance_controller(manager, rest, nodes, instances, events, queue("ovirt-node"))
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),
                               namespace=config.namespace or None, resync_s=config.resync_s, mao=mao)
+    add_remediation_controller(manager, api, rest, machines, nodes, power, events, queue("remediation"),
+                               namespace=config.namespace or None, resync_s=config.resync_s)
     return manager
 
 

@@ -13,6 +13,7 @@ worker is never held by a slow engine and a killed controller resumes where it w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Protocol
 
 from api.machine import Machine
@@ -31,6 +32,11 @@ class ActuatorError(Exception):
     log it as one line, without a traceback."""
 
     transient = True
+
+
+class ActionRefused(ActuatorError):
+    """The cloud refused the action outright (e.g. the VM is locked): nothing was done, so it may be sent again
+    without doubling it. A lost answer is a plain ActuatorError: the action may have happened."""
 
 
 class MissingDependency(ActuatorError):
@@ -98,3 +104,35 @@ class Instances(Protocol):
     def find(self, node_name: str, provider_id: str | None) -> NodeInstance | None:
         """The instance behind the Node: by its providerID when it has one, else by the Node's name. None only
         when the provider is sure it does not exist; a failed lookup raises ActuatorError."""
+
+
+# --- power control, for fencing (docs/architecture.md#remediation) ----------------------------------------------
+
+class PowerState(StrEnum):
+    """A VM's power as fencing must see it. UNKNOWN is never taken as off: the hypervisor has lost its host, and
+    the VM may still be running and writing to its disks."""
+
+    ON = "On"  # running, paused or not responding: it may still write, so it must be stopped
+    STOPPING = "Stopping"
+    OFF = "Off"  # confirmed off by the hypervisor
+    STARTING = "Starting"
+    UNKNOWN = "Unknown"
+
+
+@dataclass(frozen=True)
+class Power:
+    state: PowerState
+    detail: str  # the provider's own word for the state, for events and logs
+
+
+class PowerControl(Protocol):
+    """What the remediation controller asks of a provider. Instances are named by providerID, never by name."""
+
+    def power(self, provider_id: str) -> Power | None:
+        """The instance's power state; None when the instance does not exist."""
+
+    def power_off(self, provider_id: str) -> None:
+        """Hard power-off (not a guest shutdown). Raises ActuatorError when the cloud refuses it now."""
+
+    def power_on(self, provider_id: str) -> None:
+        """Start the instance. Raises ActuatorError when the cloud refuses it now."""

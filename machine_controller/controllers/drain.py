@@ -18,7 +18,7 @@ from machine_controller.runtime.kube import ErrorKind, Rest, classify, is_not_fo
 from .node_status import node_ready
 from .resources import EVICTION_SUBRESOURCE, NODES, PODS
 
-_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 UNREACHABLE_GRACE_S = 1
 
 
@@ -66,7 +66,7 @@ class Drainer:
         remaining, blocked = [], []
         for pod in pods.get("items", []):
             meta = pod["metadata"]
-            if _MIRROR_ANNOTATION in (meta.get("annotations") or {}) or _owned_by_daemonset(pod):
+            if MIRROR_POD_ANNOTATION in (meta.get("annotations") or {}) or _owned_by_daemonset(pod):
                 continue
             if meta.get("deletionTimestamp"):
                 if not (unreachable and _deletion_older_than(pod, UNREACHABLE_GRACE_S)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ovirtsdk4 as sdk
 
-from machine_controller.controllers.actuator import ActuatorError, MissingDependency
+from machine_controller.controllers.actuator import ActionRefused, ActuatorError, MissingDependency
 
 
 class OvirtError(ActuatorError):
@@ -26,7 +26,7 @@ class TransientError(OvirtError):
     transient = True
 
 
-class ConflictError(TransientError):
+class ConflictError(TransientError, ActionRefused):
     """409: the object is in a state that refuses the operation now (locked, powering up...)."""
 
 

@@ -1,0 +1,566 @@
+"""The OvirtRemediation controller: fencing by power cycle (docs/architecture.md#remediation).
+
+One request is one Machine to bring back. Each cycle is: NoSchedule taint → hard power-off, and nothing more until
+the hypervisor reports the VM off → release the Node's storage (the out-of-service taint, or force-deleting its
+pods) and wait until its pods and volume attachments are gone → power on → wait for the Node to be Ready → remove
+the taints. A cycle that does not bring the Node back within the timeout is followed, after a cooldown, by another,
+up to the retry limit; then the Machine is deleted so its MachineSet replaces it (never a Machine without a
+controller owner, nor a control-plane one).
+
+Safety (docs/compatibility.md#fencing): storage is released only after the VM is confirmed off; `unknown` is
+never off; a Node that is Ready again before the power-off is left alone. Crash safety: every step writes its
+intent into `status` (guarded by resourceVersion) before acting, and every step re-reads the VM and the Node, so a
+restarted controller resumes where it was and sends one stop and one start per cycle.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from api import keys
+from api.meta import ConditionSeverity, false_condition, format_time, now, parse_time, set_condition, true_condition
+from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, REMEDIATION_TAINT_KEY,
+                             OnExhaustion, OvirtRemediation, RemediationConditionType, RemediationPhase,
+                             StorageRelease)
+from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
+from machine_controller.runtime.events import EventRecorder
+from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, object_key
+from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.workqueue import WorkQueue
+
+from .actuator import ActionRefused, Power, PowerControl, PowerState
+from .drain import MIRROR_POD_ANNOTATION
+from .node_status import node_ready, ready_condition
+from .resources import MACHINES, NODES, PODS, REMEDIATIONS, VOLUME_ATTACHMENTS
+
+log = structlog.get_logger(__name__)
+
+_TERMINAL = {RemediationPhase.SUCCEEDED, RemediationPhase.SKIPPED, RemediationPhase.FAILED}
+# Phases in which a VM is off or about to be: each counts against the bound on concurrent power operations.
+_POWER_PHASES = {RemediationPhase.POWERING_OFF, RemediationPhase.RELEASING_STORAGE, RemediationPhase.POWERING_ON}
+_CONDITIONS = RemediationConditionType
+_MASTER_ROLES = ("master", "control-plane")
+_NODE_NAME_ANNOTATION = "remediation.medik8s.io/node-name"  # NodeHealthCheck names the Node it means
+
+
+@dataclass(frozen=True)
+class RemediationTiming:
+    poll_s: float = 2.0  # looking again at a VM or a Node that is on its way
+    unknown_recheck_s: float = 10.0  # a VM whose host does not answer
+    slot_recheck_s: float = 5.0  # waiting for a power slot
+    storage_release_timeout_s: float = 300.0  # the VM is off whatever happens; do not wait for ever
+    max_concurrent_power: int = 3
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry | None):
+        self.cycles = Counter("ovirt_remediation_power_cycles", "Power cycles started by oVirt remediations.",
+                              ["namespace"], registry=registry)
+        self.outcomes = Counter("ovirt_remediation_outcomes",
+                                "Ended oVirt remediations by result (succeeded, skipped, failed, escalated).",
+                                ["namespace", "result"], registry=registry)
+        self.unknown = Gauge("ovirt_remediation_vm_power_unknown",
+                             "1 while a remediation waits on a VM whose state oVirt reports unknown (alert on it).",
+                             ["namespace", "name"], registry=registry)
+
+
+class _Target:
+    def __init__(self, machine: dict | None, node_name: str, provider_id: str):
+        self.machine = machine
+        self.node_name = node_name
+        self.provider_id = provider_id
+
+
+class RemediationReconciler:
+    def __init__(self, rest: Rest, remediations: Store, machines: Store, nodes: Store, power: PowerControl,
+                 events: EventRecorder, registry: CollectorRegistry | None = None,
+                 timing: RemediationTiming = RemediationTiming(), clock: Callable[[], dt.datetime] = now):
+        self._rest = rest
+        self._remediations = remediations
+        self._machines = machines
+        self._nodes = nodes
+        self._power = power
+        self._events = events
+        self._timing = timing
+        self._clock = clock
+        self._metrics = _Metrics(registry)
+
+    # --- entry point --------------------------------------------------------------------------------------------
+    def reconcile(self, key: str) -> Result | None:
+        cached = self._remediations.get(key)
+        if cached is None:
+            return None
+        try:
+            return self._reconcile(copy.deepcopy(cached))  # the informer's object is never written in place
+        except _Stale:
+            return Result(requeue_after=0.2)
+
+    def _reconcile(self, obj: dict) -> Result | None:
+        rem = OvirtRemediation.from_dict(obj)
+        if rem.metadata.deleting:
+            return self._finalize(obj, rem)
+        if FINALIZER not in rem.metadata.finalizers:
+            self._patch_meta(obj, {"finalizers": [*rem.metadata.finalizers, FINALIZER]})
+            return None
+        phase = rem.status.phase
+        if phase in _TERMINAL:
+            return None
+        target = self._target(obj, rem)
+        if target is None:
+            return Result(requeue_after=30.0)
+        if phase == RemediationPhase.DELETING_MACHINE:
+            self._delete_machine(target)
+            return None
+        if not phase:
+            return self._start(obj, rem, target)
+        handler = {
+            RemediationPhase.POWERING_OFF: self._powering_off,
+            RemediationPhase.RELEASING_STORAGE: self._releasing_storage,
+            RemediationPhase.POWERING_ON: self._powering_on,
+            RemediationPhase.WAITING_FOR_NODE: self._waiting_for_node,
+        }[RemediationPhase(phase)]
+        return handler(obj, rem, target)
+
+    # --- the target -------------------------------------------------------------------------------------------
+    def _target(self, obj: dict, rem: OvirtRemediation) -> _Target | None:
+        """The Machine (owner, else the one of the same name: MHC names the request after it), its Node and the
+        VM's providerID. NodeHealthCheck names requests after the Node: then the Node alone gives the VM."""
+        ns = rem.metadata.namespace
+        owner = next((r.name for r in rem.metadata.owner_references if r.kind == "Machine"), None)
+        machine = self._machines.get(f"{ns}/{owner or rem.metadata.name}")
+        node_name = ((machine or {}).get("status") or {}).get("nodeRef", {}).get("name") \
+            or rem.metadata.annotations.get(_NODE_NAME_ANNOTATION) or rem.status.node_name \
+            or (rem.metadata.name if machine is None else "")
+        node = self._nodes.get(node_name) if node_name else None
+        pid = ((machine or {}).get("spec") or {}).get("providerID") or ((node or {}).get("spec") or {}).get("providerID")
+        if not pid:
+            message = f"no Machine or Node with a providerID found for {rem.metadata.name}"
+            self._events.warning(obj, "NoTarget", message)
+            self._write(obj, rem, message=message)
+            return None
+        return _Target(machine, node_name, pid)
+
+    # --- the steps --------------------------------------------------------------------------------------------
+    def _start(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        if self._node_is_ready(target.node_name):
+            return self._end_healthy(obj, rem, target, RemediationPhase.SKIPPED,
+                                     f"node {target.node_name} is Ready: nothing to remediate")
+        self._events.normal(obj, "RemediationStarted", f"power-cycling the VM of node {target.node_name}")
+        self._begin_cycle(obj, rem, target, retry_count=1)
+        return None
+
+    def _begin_cycle(self, obj: dict, rem: OvirtRemediation, target: _Target, retry_count: int) -> None:
+        self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, retry_count=retry_count,
+                    vm_id=target.provider_id.rpartition("/")[2], node_name=target.node_name,
+                    last_remediated=self._stamp(), power_off_requested="", storage_released="",
+                    power_on_requested="", message="powering the VM off",
+                    conditions=[true_condition(_CONDITIONS.PROCESSING),
+                                false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "PowerOffPending",
+                                                ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
+
+    def _powering_off(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        if target.node_name:
+            self._taint(target.node_name, REMEDIATION_TAINT_KEY, "", "NoSchedule")
+        power = self._read_power(obj, rem, target)
+        if power is None:
+            return None
+        if power.state == PowerState.UNKNOWN:
+            return self._wait_unknown(obj, rem, power)
+        self._metrics.unknown.labels(rem.metadata.namespace, rem.metadata.name).set(0)
+        if power.state == PowerState.OFF:
+            self._events.normal(obj, "PowerOffConfirmed", f"oVirt reports the VM of node {target.node_name} down")
+            self._write(obj, rem, phase=RemediationPhase.RELEASING_STORAGE, message="releasing the node's storage",
+                        conditions=[true_condition(_CONDITIONS.POWER_OFF_CONFIRMED)])
+            return None
+        requested = _time(rem.status.power_off_requested)
+        timeout = rem.spec.power_off_timeout_seconds
+        if requested is not None:
+            # A stop was sent (maybe just before a restart, its answer lost): give it time to show before another.
+            if self._elapsed(requested) < timeout:
+                return Result(requeue_after=self._timing.poll_s)
+            self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the stop; "
+                                                      "sending it again")
+        elif power.state == PowerState.STOPPING:
+            self._write(obj, rem, power_off_requested=self._stamp(), message="the VM is powering down")
+            return Result(requeue_after=self._timing.poll_s)
+        else:
+            # Re-check before the irreversible step: a Node that came back by itself is left alone.
+            if self._node_is_ready(target.node_name):
+                return self._end_healthy(obj, rem, target, RemediationPhase.SKIPPED if rem.status.retry_count <= 1
+                                         else RemediationPhase.SUCCEEDED,
+                                         f"node {target.node_name} is Ready again before the power-off")
+            busy = self._power_slots_taken(obj)
+            if busy >= self._timing.max_concurrent_power:
+                self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
+                return Result(requeue_after=self._timing.slot_recheck_s)
+            self._metrics.cycles.labels(rem.metadata.namespace).inc()
+        # Intent first: a controller killed after the stop finds it recorded and waits for it to show.
+        self._write(obj, rem, power_off_requested=self._stamp(), message="stop sent; waiting for the VM to be down")
+        try:
+            self._power.power_off(target.provider_id)
+        except ActionRefused as e:
+            self._events.warning(obj, "PowerOffRefused", f"oVirt refused to stop the VM: {e}")
+            self._write(obj, rem, power_off_requested="", message=f"oVirt refused to stop the VM: {e}")
+            raise
+        log.info("power-off sent", node=target.node_name, provider_id=target.provider_id)
+        return Result(requeue_after=self._timing.poll_s)
+
+    def _releasing_storage(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        power = self._read_power(obj, rem, target)
+        if power is None:
+            return None
+        if power.state != PowerState.OFF:
+            # Someone started the VM: what it holds can no longer be released safely. Fence it again.
+            self._events.warning(obj, "VMRunningAgain", f"the VM is {power.detail} before its storage was released")
+            self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, power_off_requested="",
+                        conditions=[false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "VMRunningAgain",
+                                                    ConditionSeverity.WARNING, f"the VM is {power.detail}")])
+            return None
+        node = self._nodes.get(target.node_name) if target.node_name else None
+        released = _time(rem.status.storage_released)
+        if node is not None and released is None:
+            if rem.spec.remediation_strategy == StorageRelease.RESOURCE_DELETION:
+                self._force_delete_pods(target.node_name)
+            else:
+                self._taint(target.node_name, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, "NoExecute")
+            self._write(obj, rem, storage_released=self._stamp(),
+                        message="waiting for the node's pods and volume attachments to go")
+            return Result(requeue_after=self._timing.poll_s)
+        if node is not None:
+            left = self._held_by(target.node_name)
+            if left and self._elapsed(released) < self._timing.storage_release_timeout_s:
+                self._write(obj, rem, message=f"waiting for {left} to go")
+                return Result(requeue_after=self._timing.poll_s)
+            if left:
+                self._events.warning(obj, "StorageReleaseSlow", f"{left} still there; the VM is off, powering it on")
+        self._write(obj, rem, phase=RemediationPhase.POWERING_ON, message="powering the VM on")
+        return None
+
+    def _powering_on(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        power = self._read_power(obj, rem, target)
+        if power is None:
+            return None
+        if power.state == PowerState.UNKNOWN:
+            return self._wait_unknown(obj, rem, power)
+        if power.state in (PowerState.ON, PowerState.STARTING):
+            self._write(obj, rem, phase=RemediationPhase.WAITING_FOR_NODE,
+                        power_on_requested=rem.status.power_on_requested or self._stamp(),
+                        message=f"waiting for node {target.node_name} to be Ready")
+            return None
+        if power.state == PowerState.STOPPING:
+            return Result(requeue_after=self._timing.poll_s)
+        # Off. A VM the engine will not start counts against the same timeout as a Node that does not come back.
+        since = _time(rem.status.storage_released) or _time(rem.status.last_remediated)
+        if since is not None and self._elapsed(since) >= rem.spec.strategy.timeout_seconds:
+            return self._cycle_failed(obj, rem, target, self._elapsed(since))
+        requested = _time(rem.status.power_on_requested)
+        if requested is not None and self._elapsed(requested) < rem.spec.power_off_timeout_seconds:
+            return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
+        # Intent first: a start sent before a kill is recorded, and not sent twice.
+        self._write(obj, rem, power_on_requested=self._stamp(), message="start sent")
+        try:
+            self._power.power_on(target.provider_id)
+        except ActionRefused as e:
+            self._events.warning(obj, "PowerOnRefused", f"oVirt refused to start the VM: {e}")
+            self._write(obj, rem, power_on_requested="", message=f"oVirt refused to start the VM: {e}")
+            raise
+        log.info("power-on sent", node=target.node_name, provider_id=target.provider_id)
+        return Result(requeue_after=self._timing.poll_s)
+
+    def _waiting_for_node(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        started = _time(rem.status.power_on_requested) or self._clock()
+        if self._node_is_ready(target.node_name, since=started):
+            self._remove_taints(target.node_name)
+            self._metrics.outcomes.labels(rem.metadata.namespace, "succeeded").inc()
+            self._events.normal(obj, "RemediationSucceeded", f"node {target.node_name} is Ready again")
+            self._write(obj, rem, phase=RemediationPhase.SUCCEEDED, message=f"node {target.node_name} is Ready",
+                        conditions=[false_condition(_CONDITIONS.PROCESSING, "Done", ConditionSeverity.INFO,
+                                                    "the node is Ready"),
+                                    true_condition(_CONDITIONS.SUCCEEDED)])
+            return None
+        waited = self._elapsed(started)
+        timeout = rem.spec.strategy.timeout_seconds
+        if waited < timeout:
+            return Result(requeue_after=min(self._timing.poll_s * 2, timeout - waited))
+        return self._cycle_failed(obj, rem, target, waited)
+
+    def _cycle_failed(self, obj: dict, rem: OvirtRemediation, target: _Target, waited: float) -> Result | None:
+        """The Node is not back `timeoutSeconds` after the VM was (to be) powered on: another cycle after the
+        cooldown while the retry limit allows, else escalation."""
+        timeout = rem.spec.strategy.timeout_seconds
+        if rem.status.retry_count < rem.spec.strategy.retry_limit:
+            pause = timeout + rem.spec.cooldown_seconds - waited
+            if pause > 0:
+                self._write(obj, rem, message=f"node not Ready after {timeout}s; next power cycle after a cooldown")
+                return Result(requeue_after=pause)
+            self._events.warning(obj, "RemediationRetry", f"node {target.node_name} not Ready after {timeout}s; "
+                                                          f"power cycle {rem.status.retry_count + 1}")
+            self._begin_cycle(obj, rem, target, retry_count=rem.status.retry_count + 1)
+            return None
+        return self._escalate(obj, rem, target)
+
+    # --- endings ------------------------------------------------------------------------------------------------
+    def _escalate(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        why = f"node {target.node_name} not Ready after {rem.status.retry_count} power cycle(s)"
+        refusal = self._refuse_machine_deletion(rem, target)
+        if refusal:
+            self._metrics.outcomes.labels(rem.metadata.namespace, "failed").inc()
+            self._events.warning(obj, "RemediationFailed", f"{why}; {refusal}")
+            self._write(obj, rem, phase=RemediationPhase.FAILED, message=f"{why}; {refusal}",
+                        conditions=[false_condition(_CONDITIONS.PROCESSING, "Exhausted", ConditionSeverity.WARNING, why),
+                                    false_condition(_CONDITIONS.SUCCEEDED, "Exhausted", ConditionSeverity.ERROR,
+                                                    f"{why}; {refusal}")])
+            return None
+        self._metrics.outcomes.labels(rem.metadata.namespace, "escalated").inc()
+        self._events.warning(obj, "RemediationEscalated", f"{why}; deleting machine {target.machine['metadata']['name']}"
+                                                         " so that its MachineSet replaces it")
+        self._write(obj, rem, phase=RemediationPhase.DELETING_MACHINE, message=f"{why}; machine deleted",
+                    conditions=[true_condition(_CONDITIONS.PERMANENT_NODE_DELETION_EXPECTED)])
+        self._delete_machine(target)
+        return None
+
+    @staticmethod
+    def _refuse_machine_deletion(rem: OvirtRemediation, target: _Target) -> str | None:
+        if rem.spec.on_exhaustion == OnExhaustion.NONE:
+            return "onExhaustion is None: the machine is left as it is"
+        machine = target.machine
+        if machine is None:
+            return "no Machine to replace"
+        meta = machine["metadata"]
+        if not any(r.get("controller") for r in meta.get("ownerReferences") or []):
+            return "the machine has no controller owner to replace it: it is left as it is"
+        role = (meta.get("labels") or {}).get(keys.LABEL_MACHINE_ROLE, "")
+        if role in _MASTER_ROLES:
+            return "a control-plane machine is never deleted by remediation"
+        return None
+
+    def _delete_machine(self, target: _Target) -> None:
+        machine = target.machine
+        if machine is None or machine["metadata"].get("deletionTimestamp"):
+            return
+        meta = machine["metadata"]
+        try:
+            self._rest.delete(MACHINES, meta["name"], meta["namespace"])
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+
+    def _end_healthy(self, obj: dict, rem: OvirtRemediation, target: _Target, phase: RemediationPhase,
+                     message: str) -> Result | None:
+        self._remove_taints(target.node_name)
+        self._metrics.outcomes.labels(rem.metadata.namespace,
+                                      "skipped" if phase == RemediationPhase.SKIPPED else "succeeded").inc()
+        self._events.normal(obj, "NodeHealthy", message)
+        self._write(obj, rem, phase=phase, node_name=target.node_name, message=message,
+                    conditions=[false_condition(_CONDITIONS.PROCESSING, "NodeHealthy", ConditionSeverity.INFO, message),
+                                true_condition(_CONDITIONS.SUCCEEDED)])
+        return None
+
+    def _finalize(self, obj: dict, rem: OvirtRemediation) -> Result | None:
+        """The health check deletes the request once the Node is healthy (or a user deletes it): the taints go. The
+        out-of-service taint was only ever put on a Node whose VM was confirmed off, and the VM is powered on only
+        after the old pods and attachments are gone, so removing it now cannot expose a volume twice."""
+        if FINALIZER not in rem.metadata.finalizers:
+            return None
+        node_name = rem.status.node_name
+        if node_name:
+            self._remove_taints(node_name)
+        try:
+            self._metrics.unknown.remove(rem.metadata.namespace, rem.metadata.name)
+        except KeyError:
+            pass  # never waited on an unknown VM
+        self._patch_meta(obj, {"finalizers": [f for f in rem.metadata.finalizers if f != FINALIZER]})
+        return None
+
+    # --- helpers ------------------------------------------------------------------------------------------------
+    def _read_power(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Power | None:
+        power = self._power.power(target.provider_id)
+        if power is None:
+            # A VM that no longer exists writes to nothing; its Machine fails (instance missing) and is replaced.
+            self._metrics.outcomes.labels(rem.metadata.namespace, "failed").inc()
+            self._events.warning(obj, "VMGone", f"the VM {target.provider_id} no longer exists")
+            self._write(obj, rem, phase=RemediationPhase.FAILED, message="the VM no longer exists",
+                        conditions=[false_condition(_CONDITIONS.SUCCEEDED, "VMGone", ConditionSeverity.ERROR,
+                                                    "the VM no longer exists")])
+        return power
+
+    def _wait_unknown(self, obj: dict, rem: OvirtRemediation, power: Power) -> Result:
+        message = (f"oVirt reports the VM {power.detail}: its host does not answer, so the VM may still be running; "
+                   "waiting (no storage is released until the VM is confirmed down)")
+        self._metrics.unknown.labels(rem.metadata.namespace, rem.metadata.name).set(1)
+        self._events.warning(obj, "PowerStateUnknown", message)
+        self._write(obj, rem, message=message,
+                    conditions=[false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "PowerStateUnknown",
+                                                ConditionSeverity.WARNING, message)])
+        return Result(requeue_after=self._timing.unknown_recheck_s)
+
+    def _node_is_ready(self, node_name: str, since: dt.datetime | None = None) -> bool:
+        node = self._nodes.get(node_name) if node_name else None
+        if node is None or node_ready(node) != "True":
+            return False
+        if since is None:
+            return True
+        # Ready since the VM was powered on: the new incarnation's kubelet, not a stale status.
+        changed = _time((ready_condition(node) or {}).get("lastTransitionTime"))
+        return changed is not None and changed >= since.replace(microsecond=0)
+
+    def _power_slots_taken(self, obj: dict) -> int:
+        me = object_key(obj)
+        return sum(1 for r in self._remediations.list()
+                   if object_key(r) != me and ((r.get("status") or {}).get("phase") in _POWER_PHASES)
+                   and (r.get("status") or {}).get("powerOffRequested"))
+
+    def _held_by(self, node_name: str) -> str:
+        """What of the old incarnation still holds the Node: its pods (the out-of-service taint has them deleted
+        and force-removed; mirror pods are the kubelet's own and go with it) and its volume attachments."""
+        pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
+        left = [p for p in pods.get("items", [])
+                if MIRROR_POD_ANNOTATION not in (p["metadata"].get("annotations") or {})]
+        attachments = self._rest.request("GET", VOLUME_ATTACHMENTS.path()).get("items", [])
+        attached = [a for a in attachments if (a.get("spec") or {}).get("nodeName") == node_name]
+        parts = []
+        if left:
+            parts.append(f"{len(left)} pod(s)")
+        if attached:
+            parts.append(f"{len(attached)} volume attachment(s)")
+        return " and ".join(parts)
+
+    def _force_delete_pods(self, node_name: str) -> None:
+        pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
+        for pod in pods.get("items", []):
+            meta = pod["metadata"]
+            try:
+                self._rest.request("DELETE", PODS.path(meta["namespace"], meta["name"]),
+                                   body={"gracePeriodSeconds": 0})
+            except Exception as e:
+                if not is_not_found(e):
+                    raise
+
+    def _taint(self, node_name: str, key: str, value: str, effect: str) -> None:
+        node = self._nodes.get(node_name)
+        if node is None:
+            return
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+            return
+        taint = {"key": key, "effect": effect, "timeAdded": self._stamp()}
+        if value:
+            taint["value"] = value
+        self._patch_taints(node_name, taints, [*taints, taint])
+
+    def _remove_taints(self, node_name: str) -> None:
+        node = self._nodes.get(node_name) if node_name else None
+        if node is None:
+            return
+        taints = list((node.get("spec") or {}).get("taints") or [])
+        kept = [t for t in taints if t.get("key") not in (REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY)]
+        if len(kept) != len(taints):
+            self._patch_taints(node_name, taints, kept)
+
+    def _patch_taints(self, node_name: str, old: list[dict], new: list[dict]) -> None:
+        # A JSON patch that tests the taints it read: a concurrent change of the taints (not a heartbeat) makes it
+        # fail, and the next pass starts from the newer Node.
+        ops: list[dict[str, Any]] = [{"op": "test", "path": "/spec/taints", "value": old}] if old else []
+        ops.append({"op": "add", "path": "/spec/taints", "value": new})
+        try:
+            self._rest.request("PATCH", NODES.path(None, node_name), body=ops,
+                               content_type="application/json-patch+json")
+        except Exception as e:
+            if is_not_found(e):
+                return
+            if is_conflict(e) or getattr(e, "status", None) == 422:  # the test op failed: taints changed meanwhile
+                raise _Stale() from None
+            raise
+
+    def _write(self, obj: dict, rem: OvirtRemediation, conditions: list = (), **fields: Any) -> None:
+        """Merge-patch status with the given fields, guarded by resourceVersion; keeps `obj` and `rem` current."""
+        current = rem.status.to_dict()
+        merged = rem.status.conditions
+        stamp = self._clock()
+        for c in conditions:
+            merged = set_condition(merged, c, at=stamp)
+        status = dict(current)
+        for name, value in fields.items():
+            status[_JSON[name]] = value
+        status["conditions"] = [c.to_dict() for c in merged]
+        changed = {k: v for k, v in status.items() if current.get(k) != v and not (v == "" and not current.get(k))}
+        if not changed:
+            return
+        meta = obj["metadata"]
+        patch = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": changed}
+        try:
+            updated = self._rest.merge_patch(REMEDIATIONS, meta["name"], patch, meta["namespace"],
+                                             subresource="status")
+        except Exception as e:
+            if is_conflict(e) or is_not_found(e):
+                raise _Stale() from None
+            raise
+        obj.clear()
+        obj.update(updated)
+        rem.status = OvirtRemediation.from_dict(updated).status
+        rem.metadata.resource_version = updated["metadata"]["resourceVersion"]
+
+    def _patch_meta(self, obj: dict, metadata: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        patch = {"metadata": {**metadata, "resourceVersion": meta["resourceVersion"]}}
+        try:
+            self._rest.merge_patch(REMEDIATIONS, meta["name"], patch, meta["namespace"])
+        except Exception as e:
+            if is_conflict(e) or is_not_found(e):
+                raise _Stale() from None
+            raise
+
+    def _stamp(self) -> str:
+        return format_time(self._clock())
+
+    def _elapsed(self, since: dt.datetime) -> float:
+        return (self._clock() - since).total_seconds()
+
+
+class _Stale(Exception):
+    """A write lost to a newer version of the object: look again at the current one."""
+
+
+_JSON = {"phase": "phase", "retry_count": "retryCount", "vm_id": "vmId", "node_name": "nodeName",
+         "last_remediated": "lastRemediated", "power_off_requested": "powerOffRequested",
+         "storage_released": "storageReleased", "power_on_requested": "powerOnRequested", "message": "message"}
+
+
+def _time(value: str | None) -> dt.datetime | None:
+    return parse_time(value) if value else None
+
+
+def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines: Informer, nodes: Informer,
+                               power: PowerControl, events: EventRecorder, queue: WorkQueue,
+                               namespace: str | None, resync_s: float | None, workers: int = 2,
+                               timing: RemediationTiming = RemediationTiming()) -> RemediationReconciler:
+    """Requests are looked at when they change, when their Machine changes, and when a Node's readiness or taints
+    change (heartbeats alone do not wake them)."""
+    remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
+    reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
+                                       registry=manager.registry, timing=timing)
+    remediations.add_handler(enqueue_object(queue))
+
+    def for_machine(machine: dict) -> list[str]:
+        key = object_key(machine)
+        return [object_key(r) for r in remediations.store.list()
+                if object_key(r) == key or any(o.get("kind") == "Machine" and o.get("name") == machine["metadata"]["name"]
+                                               for o in r["metadata"].get("ownerReferences") or [])]
+
+    def for_node(node: dict) -> list[str]:
+        name = node["metadata"]["name"]
+        return [object_key(r) for r in remediations.store.list()
+                if (r.get("status") or {}).get("nodeName") == name or r["metadata"]["name"] == name]
+
+    machines.add_handler(enqueue_mapped(queue, for_machine))
+    nodes.add_handler(when_changed(enqueue_mapped(queue, for_node), node_ready, ("spec", "taints")))
+    manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
+                                      registry=manager.registry))
+    return reconciler

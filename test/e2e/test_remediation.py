@@ -1,0 +1,305 @@
+"""Fencing by power cycle, end to end: OvirtRemediation requests (as a MachineHealthCheck creates them: named after
+the Machine, owned by it, spec from the template) against the real API server, the simulator and the controller
+process. Counts of stop and start requests come from the simulator's own counters."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import yaml
+
+from api.remediation import API_VERSION, OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY
+from hack import ovirt_install
+from machines import unique_name
+
+HOLD = "test.remediation.ovirt.org/hold"
+STOP = "POST /vms/{vm}/stop"
+START = "POST /vms/{vm}/start"
+
+
+@pytest.fixture
+def renv(menv):
+    menv.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                         "crd/ovirtremediations.remediation.ovirt.org")
+    return menv
+
+
+def _running_machine(menv, **overrides) -> tuple[str, str, str]:
+    name = menv.create_machine(unique_name("fence"), **overrides)
+    m = menv.wait_phase(name, "Running", timeout=120)
+    vm_id = m["metadata"]["annotations"]["VmId"]
+    return name, vm_id, m["status"]["nodeRef"]["name"]
+
+
+def _node(menv, name: str) -> dict:
+    return json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+
+
+def _ready(node: dict) -> str | None:
+    return next((c["status"] for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)
+
+
+def _taint_keys(node: dict) -> set[str]:
+    return {t["key"] for t in (node.get("spec") or {}).get("taints") or []}
+
+
+def _wait(predicate, what: str, timeout: float, menv, interval: float = 0.3):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"{what} not reached in {timeout}s\n{menv.controller_logs()}")
+
+
+def _request(menv, machine: str, **spec) -> None:
+    m = menv.machine(machine)
+    doc = {"apiVersion": API_VERSION, "kind": "OvirtRemediation",
+           "metadata": {"name": machine, "namespace": menv.namespace,
+                        "ownerReferences": [{"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                                             "name": machine, "uid": m["metadata"]["uid"]}]},
+           "spec": {"strategy": {"timeoutSeconds": 60, "retryLimit": 1}, "cooldownSeconds": 0, **spec}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+
+
+def _remediation(menv, name: str) -> dict | None:
+    r = menv.cluster.kubectl("-n", menv.namespace, "get", "ovirtremediation", name, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def _phase(menv, name: str) -> str | None:
+    return ((_remediation(menv, name) or {}).get("status") or {}).get("phase")
+
+
+def _counts(menv, vm_id: str) -> tuple[int, int]:
+    """Stops and starts the engine received for this VM (the counters are per template; the test's VM is the only
+    one power-cycled while it runs, and each test reads a delta)."""
+    c = menv.sim.control.counts()
+    return c.get(STOP, 0), c.get(START, 0)
+
+
+def _events(menv, name: str, reason: str) -> list[dict]:
+    out = menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
+                               f"involvedObject.name={name},reason={reason}", "-o", "json").stdout
+    return json.loads(out)["items"]
+
+
+def _pod_on(menv, node: str, name: str, finalizers: list[str] = ()) -> None:
+    """A pod bound to the Node as the scheduler would bind it (no kubelet runs it)."""
+    doc = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": menv.namespace, "finalizers": list(finalizers)},
+           "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.invalid/none"}]}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+
+
+def _pod(menv, name: str) -> dict | None:
+    r = menv.cluster.kubectl("-n", menv.namespace, "get", "pod", name, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def _not_ready(menv, node: str) -> None:
+    _wait(lambda: _ready(_node(menv, node)) != "True", f"node {node} not Ready", 60, menv)
+
+
+@pytest.mark.parametrize("release", ["OutOfServiceTaint", "ResourceDeletion"])
+def test_paused_vm_is_power_cycled_once_and_its_node_returns(renv, release):
+    menv = renv
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    _pod_on(menv, node, "old-incarnation")  # a workload of the node, which must be gone before the VM starts
+    menv.sim.control.pause_vm(vm_id)  # the VM hangs on an I/O error: its kubelet goes silent, the VM is not down
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+    began = time.monotonic()
+
+    _request(menv, name, remediationStrategy=release)
+    _wait(lambda: _phase(menv, name) == "Succeeded", "remediation Succeeded", 120, menv)
+    elapsed = time.monotonic() - began
+    assert _pod(menv, "old-incarnation") is None
+    node_obj = _node(menv, node)
+    assert _ready(node_obj) == "True"
+    assert not _taint_keys(node_obj) & {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert menv.vms_named(name)[0]["status"] == "up"
+    assert menv.machine(name)["status"]["phase"] == "Running"  # the same Machine, not a replacement
+    status = _remediation(menv, name)["status"]
+    assert status["retryCount"] == 1 and status["vmId"] == vm_id
+    assert {c["type"]: c["status"] for c in status["conditions"]}["PowerOffConfirmed"] == "True"
+    print(f"paused VM ({release}): request to Node Ready again in {elapsed:.1f}s")
+
+    # Deleting the request (what the health check does once the Node is healthy) releases its finalizer.
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "ovirtremediation", name, "--timeout=30s")
+
+
+def test_crashed_vm_is_started_again_without_a_stop(renv):
+    menv = renv
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    menv.sim.control.crash_vm(vm_id)
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+
+    _request(menv, name)
+    _wait(lambda: _phase(menv, name) == "Succeeded", "remediation Succeeded", 120, menv)
+    assert _counts(menv, vm_id) == (stops, starts + 1)  # already down: nothing to stop
+    assert _ready(_node(menv, node)) == "True"
+
+
+def test_ready_node_is_left_alone(renv):
+    menv = renv
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    stops, starts = _counts(menv, vm_id)
+
+    _request(menv, name)
+    _wait(lambda: _phase(menv, name) == "Skipped", "remediation Skipped", 60, menv)
+    assert _counts(menv, vm_id) == (stops, starts)
+    assert not _taint_keys(_node(menv, node)) & {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}
+
+
+def test_vm_in_unknown_state_is_never_taken_as_off(renv):
+    """Its host stops answering: oVirt reports the VM `unknown`. No stop can be confirmed, so no storage is
+    released: a Warning, a condition and a metric say why, until the host is back."""
+    menv = renv
+    control = menv.sim.control
+    proc = menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    host = control.vm(vm_id)["host"]
+    control.set_host_status(host, "non_responsive")
+    try:
+        _not_ready(menv, node)
+        _request(menv, name)
+
+        def waiting_on_unknown():
+            conds = {c["type"]: c for c in ((_remediation(menv, name) or {}).get("status") or {}).get("conditions", [])}
+            return conds.get("PowerOffConfirmed", {}).get("reason") == "PowerStateUnknown"
+        _wait(waiting_on_unknown, "the remediation waiting on the unknown VM", 60, menv)
+        assert OUT_OF_SERVICE_TAINT_KEY not in _taint_keys(_node(menv, node))
+        assert REMEDIATION_TAINT_KEY in _taint_keys(_node(menv, node))  # NoSchedule only
+        assert _phase(menv, name) == "PoweringOff"
+        events = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
+                                                 f"involvedObject.name={name},reason=PowerStateUnknown",
+                                                 "-o", "json").stdout)["items"]
+        assert events and events[0]["type"] == "Warning"
+        assert f'ovirt_remediation_vm_power_unknown{{name="{name}",namespace="{menv.namespace}"}} 1.0' \
+            in proc.metrics()
+    finally:
+        control.set_host_status(host, "up")
+    # The host is back with the VM running: the cycle goes on and ends with the Node Ready.
+    _wait(lambda: _phase(menv, name) in ("Succeeded", "Skipped"), "remediation ended", 120, menv)
+    assert _ready(_node(menv, node)) == "True"
+
+
+def test_refused_stop_never_releases_storage_and_is_retried(renv):
+    menv = renv
+    control = menv.sim.control
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    control.inject_fault(f"/vms/{vm_id}/stop", method="POST", status=409, count=3,
+                         detail="[Cannot stop VM. Related operation is currently in progress.]")
+    seen_taints: list[set[str]] = []
+
+    _request(menv, name)
+    _wait(lambda: control.faults()[0]["fired"] >= 2, "two refused stops", 60, menv)
+    seen_taints.append(_taint_keys(_node(menv, node)))
+    assert OUT_OF_SERVICE_TAINT_KEY not in seen_taints[-1]
+    _wait(lambda: _events(menv, name, "PowerOffRefused"), "a PowerOffRefused event", 30, menv)
+    _wait(lambda: _phase(menv, name) == "Succeeded", "remediation Succeeded", 120, menv)
+    assert control.faults()[0]["count"] == 0
+
+
+def test_node_that_never_returns_is_escalated_to_replacement(renv):
+    """The engine never starts the VM again: after the retry limit the Machine is deleted, and its MachineSet
+    replaces it with a new VM."""
+    menv = renv
+    control = menv.sim.control
+    menv.controller()
+    ms_name = unique_name("fencems")
+    ms = ovirt_install.machineset_for(menv.inst, menv.namespace)
+    ms["metadata"]["name"] = ms_name
+    ms["spec"]["replicas"] = 1
+    for where in (ms["spec"]["selector"]["matchLabels"], ms["spec"]["template"]["metadata"]["labels"]):
+        where["machine.openshift.io/cluster-api-machineset"] = ms_name
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+
+    def machines() -> list[dict]:
+        out = menv.cluster.kubectl("-n", menv.namespace, "get", "machines", "-l",
+                                   f"machine.openshift.io/cluster-api-machineset={ms_name}", "-o", "json").stdout
+        return json.loads(out)["items"]
+    first = _wait(lambda: [m for m in machines() if (m.get("status") or {}).get("phase") == "Running"
+                           and (m.get("status") or {}).get("nodeRef")], "a Running Machine", 150, menv)[0]
+    name = first["metadata"]["name"]
+    vm_id = first["metadata"]["annotations"]["VmId"]
+    node = first["status"]["nodeRef"]["name"]
+    control.inject_fault(f"/vms/{vm_id}/start", method="POST", status=409, count=None,
+                         detail="[Cannot run VM. There is no host that satisfies current scheduling constraints.]")
+    control.crash_vm(vm_id)
+    _not_ready(menv, node)
+
+    _request(menv, name, strategy={"timeoutSeconds": 10, "retryLimit": 1})
+    _wait(lambda: _phase(menv, name) == "DeletingMachine", "escalation", 90, menv)
+    events = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
+                                             f"involvedObject.name={name},reason=RemediationEscalated",
+                                             "-o", "json").stdout)["items"]
+    assert events
+    _wait(lambda: all(m["metadata"]["name"] != name for m in machines()) and [
+        m for m in machines() if (m.get("status") or {}).get("phase") == "Running"], "a replacement Running", 180, menv)
+    assert menv.vms_named(name) == []
+    control.clear_faults()
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machineset", ms_name, "--wait=false")
+
+
+def test_machine_without_a_controller_owner_is_not_deleted_on_exhaustion(renv):
+    menv = renv
+    control = menv.sim.control
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    control.inject_fault(f"/vms/{vm_id}/start", method="POST", status=409, count=None,
+                         detail="[Cannot run VM. There is no host that satisfies current scheduling constraints.]")
+    control.crash_vm(vm_id)
+    _not_ready(menv, node)
+
+    _request(menv, name, strategy={"timeoutSeconds": 10, "retryLimit": 1})
+    _wait(lambda: _phase(menv, name) == "Failed", "remediation Failed", 90, menv)
+    assert "no controller owner" in _remediation(menv, name)["status"]["message"]
+    m = menv.machine(name)
+    assert m is not None and not m["metadata"].get("deletionTimestamp")
+    control.clear_faults()
+
+
+@pytest.mark.parametrize("phase", ["PoweringOff", "ReleasingStorage", "PoweringOn", "WaitingForNode"])
+def test_controller_killed_in_each_phase_resumes_with_one_stop_and_one_start(renv, phase):
+    menv = renv
+    control = menv.sim.control
+    proc = menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    # Slow the engine's steps so each phase lasts long enough to be caught.
+    control.delay(f"/vms/{vm_id}/stop", 1.5, method="POST", count=1)
+    control.delay(f"/vms/{vm_id}/start", 1.5, method="POST", count=1)
+    control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+
+    if phase == "ReleasingStorage":
+        # A pod of the old incarnation that is slow to go (a finalizer) holds the cycle in ReleasingStorage.
+        _pod_on(menv, node, "held", finalizers=[HOLD])
+    _request(menv, name)
+    _wait(lambda: _phase(menv, name) == phase, f"phase {phase}", 90, menv, interval=0.05)
+    proc.kill()
+    menv.controller()
+    if phase == "ReleasingStorage":
+        _wait(lambda: _pod(menv, "held") and _pod(menv, "held")["metadata"].get("deletionTimestamp"),
+              "the held pod deleted by the out-of-service taint", 60, menv)
+        assert _phase(menv, name) == "ReleasingStorage"  # the VM stays off while the pod is there
+        menv.cluster.kubectl("-n", menv.namespace, "patch", "pod", "held", "--type=merge",
+                             "-p", '{"metadata":{"finalizers":null}}')
+    _wait(lambda: _phase(menv, name) == "Succeeded", "remediation Succeeded after the restart", 120, menv)
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert _ready(_node(menv, node)) == "True"
+    assert not _taint_keys(_node(menv, node)) & {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}

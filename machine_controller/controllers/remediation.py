@@ -201,16 +201,7 @@ class RemediationReconciler:
                 self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
                 return Result(requeue_after=self._timing.slot_recheck_s)
             self._metrics.cycles.labels(rem.metadata.namespace).inc()
-        # Intent first: a controller killed after the stop finds it recorded and waits for it to show.
-        self._write(obj, rem, power_off_requested=self._stamp(), message="stop sent; waiting for the VM to be down")
-        try:
-            self._power.power_off(target.provider_id)
-        except ActionRefused as e:
-            self._events.warning(obj, "PowerOffRefused", f"oVirt refused to stop the VM: {e}")
-            self._write(obj, rem, power_off_requested="", message=f"oVirt refused to stop the VM: {e}")
-            raise
-        log.info("power-off sent", node=target.node_name, provider_id=target.provider_id)
-        return Result(requeue_after=self._timing.poll_s)
+        return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused")
 
     def _releasing_storage(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
         power = self._read_power(obj, rem, target)
@@ -263,15 +254,22 @@ class RemediationReconciler:
         requested = _time(rem.status.power_on_requested)
         if requested is not None and self._elapsed(requested) < rem.spec.power_off_timeout_seconds:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
-        # Intent first: a start sent before a kill is recorded, and not sent twice.
-        self._write(obj, rem, power_on_requested=self._stamp(), message="start sent")
+        return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
+
+    def _send(self, obj: dict, rem: OvirtRemediation, target: _Target, intent: str, action: Callable[[str], None],
+              verb: str, refused_reason: str) -> Result:
+        """A power action, its intent recorded first: a controller killed after sending it finds the time it was
+        sent and waits for it to show instead of sending it twice. An outright refusal clears the intent (nothing
+        happened), so the retry sends it again at once."""
+        self._write(obj, rem, message=f"{verb} sent", **{intent: self._stamp()})
         try:
-            self._power.power_on(target.provider_id)
+            action(target.provider_id)
         except ActionRefused as e:
-            self._events.warning(obj, "PowerOnRefused", f"oVirt refused to start the VM: {e}")
-            self._write(obj, rem, power_on_requested="", message=f"oVirt refused to start the VM: {e}")
+            message = f"oVirt refused to {verb} the VM: {e}"
+            self._events.warning(obj, refused_reason, message)
+            self._write(obj, rem, message=message, **{intent: ""})
             raise
-        log.info("power-on sent", node=target.node_name, provider_id=target.provider_id)
+        log.info(f"{verb} sent", node=target.node_name, provider_id=target.provider_id)
         return Result(requeue_after=self._timing.poll_s)
 
     def _waiting_for_node(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
@@ -491,6 +489,8 @@ class RemediationReconciler:
             status[_JSON[name]] = value
         status["conditions"] = [c.to_dict() for c in merged]
         changed = {k: v for k, v in status.items() if current.get(k) != v and not (v == "" and not current.get(k))}
+        # An emptied field is removed (a merge-patch null): "" is not a valid date-time for the schema.
+        changed = {k: (None if v == "" else v) for k, v in changed.items()}
         if not changed:
             return
         meta = obj["metadata"]

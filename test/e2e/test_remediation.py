@@ -101,6 +101,15 @@ def _pod(menv, name: str) -> dict | None:
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
+def _crash_for_good(menv, vm_id: str, node: str) -> None:
+    """The VM crashes and the engine will never start it again (no host fits it any more)."""
+    menv.sim.control.inject_fault(
+        f"/vms/{vm_id}/start", method="POST", status=409, count=None,
+        detail="[Cannot run VM. There is no host that satisfies current scheduling constraints.]")
+    menv.sim.control.crash_vm(vm_id)
+    _not_ready(menv, node)
+
+
 def _not_ready(menv, node: str) -> None:
     _wait(lambda: _ready(_node(menv, node)) != "True", f"node {node} not Ready", 60, menv)
 
@@ -181,10 +190,8 @@ def test_vm_in_unknown_state_is_never_taken_as_off(renv):
         assert OUT_OF_SERVICE_TAINT_KEY not in _taint_keys(_node(menv, node))
         assert REMEDIATION_TAINT_KEY in _taint_keys(_node(menv, node))  # NoSchedule only
         assert _phase(menv, name) == "PoweringOff"
-        events = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
-                                                 f"involvedObject.name={name},reason=PowerStateUnknown",
-                                                 "-o", "json").stdout)["items"]
-        assert events and events[0]["type"] == "Warning"
+        events = _wait(lambda: _events(menv, name, "PowerStateUnknown"), "a PowerStateUnknown event", 30, menv)
+        assert events[0]["type"] == "Warning"
         assert f'ovirt_remediation_vm_power_unknown{{name="{name}",namespace="{menv.namespace}"}} 1.0' \
             in proc.metrics()
     finally:
@@ -237,17 +244,10 @@ def test_node_that_never_returns_is_escalated_to_replacement(renv):
     name = first["metadata"]["name"]
     vm_id = first["metadata"]["annotations"]["VmId"]
     node = first["status"]["nodeRef"]["name"]
-    control.inject_fault(f"/vms/{vm_id}/start", method="POST", status=409, count=None,
-                         detail="[Cannot run VM. There is no host that satisfies current scheduling constraints.]")
-    control.crash_vm(vm_id)
-    _not_ready(menv, node)
-
+    _crash_for_good(menv, vm_id, node)
     _request(menv, name, strategy={"timeoutSeconds": 10, "retryLimit": 1})
-    _wait(lambda: _phase(menv, name) == "DeletingMachine", "escalation", 90, menv)
-    events = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "events", "--field-selector",
-                                             f"involvedObject.name={name},reason=RemediationEscalated",
-                                             "-o", "json").stdout)["items"]
-    assert events
+    # The request goes with its Machine (it is owned by it), so the event is what stays of the escalation.
+    _wait(lambda: _events(menv, name, "RemediationEscalated"), "escalation", 90, menv)
     _wait(lambda: all(m["metadata"]["name"] != name for m in machines()) and [
         m for m in machines() if (m.get("status") or {}).get("phase") == "Running"], "a replacement Running", 180, menv)
     assert menv.vms_named(name) == []
@@ -260,11 +260,7 @@ def test_machine_without_a_controller_owner_is_not_deleted_on_exhaustion(renv):
     control = menv.sim.control
     menv.controller()
     name, vm_id, node = _running_machine(menv)
-    control.inject_fault(f"/vms/{vm_id}/start", method="POST", status=409, count=None,
-                         detail="[Cannot run VM. There is no host that satisfies current scheduling constraints.]")
-    control.crash_vm(vm_id)
-    _not_ready(menv, node)
-
+    _crash_for_good(menv, vm_id, node)
     _request(menv, name, strategy={"timeoutSeconds": 10, "retryLimit": 1})
     _wait(lambda: _phase(menv, name) == "Failed", "remediation Failed", 90, menv)
     assert "no controller owner" in _remediation(menv, name)["status"]["message"]

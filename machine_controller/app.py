@@ -13,7 +13,7 @@ from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, add_nodelink_controller,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import add_node_instance_controller
-from machine_controller.controllers.remediation import add_remediation_controller
+from machine_controller.controllers.remediation import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
@@ -86,7 +86,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),
                               namespace=config.namespace or None, resync_s=config.resync_s, mao=mao)
     add_remediation_controller(manager, api, rest, machines, nodes, power, events, queue("remediation"),
-                               namespace=config.namespace or None, resync_s=config.resync_s)
+                               namespace=config.namespace or None, resync_s=config.resync_s,
+                               timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles))
     return manager
 
 

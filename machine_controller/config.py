@@ -21,6 +21,7 @@ class Config:
     backoff_base_s: float
     backoff_cap_s: float
     ovirt_connections: int
+    max_concurrent_power_cycles: int
     leader_elect: bool
     leader_election_namespace: str
     leader_election_id: str
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first retry delay of a failing reconcile, doubled per failure")
     p.add_argument("--backoff-cap", dest="backoff_cap_s", type=float, default=300.0, help="longest retry delay")
     p.add_argument("--ovirt-connections", type=int, default=4, help="size of the shared oVirt connection pool")
+    p.add_argument("--max-concurrent-power-cycles", type=int, default=3,
+                   help="VMs that remediation may have powered off at once (a bound on fencing storms)")
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                    help="run only while holding the leader Lease")
     p.add_argument("--leader-election-namespace", default="openshift-machine-api")

@@ -60,11 +60,25 @@ def test_generation_is_deterministic_plain_yaml():
         assert "&id" not in text and "*id" not in text, f"{name} uses YAML anchors"
 
 
-def test_kustomization_lists_the_three_crds():
+def test_kustomization_lists_the_machine_api_and_remediation_crds():
     k = yaml.safe_load((CRD_DIR / "kustomization.yaml").read_text())
     assert sorted(k["resources"]) == sorted(
-        f"machine.openshift.io_{p}.yaml" for p in ("machines", "machinesets", "machinehealthchecks")
+        [*(f"machine.openshift.io_{p}.yaml" for p in ("machines", "machinesets", "machinehealthchecks")),
+         *(f"remediation.ovirt.org_{p}.yaml" for p in ("ovirtremediationtemplates", "ovirtremediations"))]
     )
+
+
+def test_remediation_template_nests_the_request_spec_where_health_checks_copy_it_from():
+    """MachineHealthCheck (OpenShift's and this project's) and NodeHealthCheck copy `spec.template.spec` of the
+    template into the request's `spec`: both schemas must hold the same spec there."""
+    template = yaml.safe_load((CRD_DIR / "remediation.ovirt.org_ovirtremediationtemplates.yaml").read_text())
+    request = yaml.safe_load((CRD_DIR / "remediation.ovirt.org_ovirtremediations.yaml").read_text())
+    t_schema = template["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    r_schema = request["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    nested = t_schema["properties"]["spec"]["properties"]["template"]["properties"]["spec"]
+    assert nested["properties"] == r_schema["properties"]["spec"]["properties"]
+    assert "status" in request["spec"]["versions"][0]["subresources"]
+    assert "status" not in template["spec"]["versions"][0].get("subresources", {})
 
 
 @pytest.mark.parametrize("plural", ["machines", "machinesets", "machinehealthchecks"])

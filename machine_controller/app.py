@@ -79,21 +79,30 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         return WorkQueue(name, controller_rate_limiter(base=config.backoff_base_s, cap=config.backoff_cap_s),
                          registry=registry)
 
-    add_machine_controller(manager, rest, machines, actuator, events, queue("machine"), workers=config.workers,
-                           mao=mao)
-    add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink"))
-    add_node_instance_controller(manager, rest, nodes, instances, events, queue("ovirt-node"))
-    add_machineset_controller(manager, api, rest, machines, nodes, events, queue("machineset"),
-                              namespace=config.namespace or None, resync_s=config.resync_s, mao=mao)
-    add_remediation_controller(manager, api, rest, machines, nodes, power, events, queue("remediation"),
-                               namespace=config.namespace or None, resync_s=config.resync_s,
-                               timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles))
+    adders = {
+        "machine": lambda: add_machine_controller(manager, rest, machines, actuator, events, queue("machine"),
+                                                  workers=config.workers, mao=mao),
+        "nodelink": lambda: add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink")),
+        "ovirt-nodes": lambda: add_node_instance_controller(manager, rest, nodes, instances, events,
+                                                            queue("ovirt-node")),
+        "machineset": lambda: add_machineset_controller(manager, api, rest, machines, nodes, events,
+                                                        queue("machineset"), namespace=config.namespace or None,
+                                                        resync_s=config.resync_s, mao=mao),
+        "remediation": lambda: add_remediation_controller(
+            manager, api, rest, machines, nodes, power, events, queue("remediation"),
+            namespace=config.namespace or None, resync_s=config.resync_s,
+            timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles)),
+    }
+    for name in config.controllers:
+        if name in adders:
+            adders[name]()
     return manager
 
 
 def run(config: Config) -> int:
     configure_logging(config.log_level)
     manager = build(config)
-    log.info("starting", namespace=config.namespace or "(all)", workers=config.workers,
+    log.info("starting", controllers=",".join(config.controllers), namespace=config.namespace or "(all)",
+             workers=config.workers,
              leader_elect=config.leader_elect, identity=config.identity)
     return manager.run()

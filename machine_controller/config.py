@@ -10,9 +10,45 @@ from dataclasses import dataclass
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
 
 
+# Every controller the process can run, by the name `--controllers` takes (kube-controller-manager's style). On
+# OpenShift, machine-api-operator runs its own machineset, nodelink and machinehealthcheck controllers, so this
+# process runs only the actuator side there (docs/architecture.md#deployment-modes).
+CONTROLLER_NAMES = ("machine", "machineset", "nodelink", "machinehealthcheck", "remediation", "ovirt-nodes")
+
+
+def select_controllers(spec: str) -> tuple[str, ...]:
+    """`*` (everything), names, and `-name` to leave one out: "*,-machineset" or "machine,ovirt-nodes"."""
+    chosen: set[str] = set()
+    removed: set[str] = set()
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        name = item[1:] if item.startswith("-") else item
+        if name != "*" and name not in CONTROLLER_NAMES:
+            raise ValueError(f"unknown controller {name!r}; known: {', '.join(CONTROLLER_NAMES)}")
+        if item.startswith("-"):
+            removed.add(name)
+        elif name == "*":
+            chosen.update(CONTROLLER_NAMES)
+        else:
+            chosen.add(name)
+    selected = tuple(n for n in CONTROLLER_NAMES if n in chosen and n not in removed)
+    if not selected:
+        raise ValueError(f"no controller selected by {spec!r}")
+    return selected
+
+
+def _controllers_arg(value: str) -> tuple[str, ...]:
+    try:
+        return select_controllers(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 @dataclass(frozen=True)
 class Config:
     kubeconfig: str | None
+    controllers: tuple[str, ...]
     namespace: str
     credentials_namespace: str
     credentials_name: str
@@ -44,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env = os.environ.get
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="kubeconfig file; in-cluster config when unset")
+    p.add_argument("--controllers", type=_controllers_arg, default="*", metavar="LIST",
+                   help="controllers to run: '*' for all, names, '-name' to leave one out (e.g. "
+                        "'machine,ovirt-nodes,remediation' beside machine-api-operator's own); known: "
+                        + ", ".join(CONTROLLER_NAMES))
     p.add_argument("--namespace", default="openshift-machine-api",
                    help="namespace whose Machines are reconciled; '' for all namespaces")
     p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE, help="namespace of the oVirt credentials secret")

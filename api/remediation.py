@@ -1,5 +1,5 @@
 """OvirtRemediationTemplate / OvirtRemediation: fencing of an unhealthy worker by power-cycling its oVirt VM
-(docs/architecture.md#remediation).
+(docs/fencing.md).
 
 A MachineHealthCheck whose `spec.remediationTemplate` names an OvirtRemediationTemplate creates, for each unhealthy
 Machine, an OvirtRemediation named after it with `spec` copied from the template's `spec.template.spec` (the shape
@@ -25,7 +25,7 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # The NoSchedule taint put on the Node while it is being remediated: nothing new lands on it. NoSchedule, not
-# NoExecute, so that no eviction clock starts before the VM is confirmed off (docs/compatibility.md#fencing).
+# NoExecute, so that no eviction clock starts before the VM is confirmed off (docs/fencing.md#the-safety-rules-the-code-keeps).
 REMEDIATION_TAINT_KEY = f"{GROUP}/remediation"
 # Kubernetes' non-graceful shutdown taint: pods are force-deleted and volumes detached at once. Only ever put on a
 # Node whose VM oVirt reports `down`.

@@ -1,4 +1,4 @@
-"""The OvirtRemediation controller: fencing by power cycle (docs/architecture.md#remediation).
+"""The OvirtRemediation controller: fencing by power cycle (docs/fencing.md).
 
 One request is one Machine to bring back. Each cycle is: NoSchedule taint → hard power-off, and nothing more until
 the hypervisor reports the VM off → release the Node's storage (the out-of-service taint, or force-deleting its
@@ -7,7 +7,7 @@ the taints. A cycle that does not bring the Node back within the timeout is foll
 up to the retry limit; then the Machine is deleted so its MachineSet replaces it (never a Machine without a
 controller owner, nor a control-plane one).
 
-Safety (docs/compatibility.md#fencing): storage is released only after the VM is confirmed off; `unknown` is
+Safety (docs/fencing.md#the-safety-rules-the-code-keeps): storage is released only after the VM is confirmed off; `unknown` is
 never off; a Node that is Ready again before the power-off is left alone. Crash safety: every step writes its
 intent into `status` (guarded by resourceVersion) before acting, and every step re-reads the VM and the Node, so a
 restarted controller resumes where it was and sends one stop and one start per cycle.

@@ -1,7 +1,7 @@
 """The delete path is fence-safe: a Machine whose VM oVirt cannot vouch for (its host stopped answering, the VM
 `unknown`, the Node unreachable) is not removed, and its data disks stay attached, until the engine reports the VM
 down; then the disks are detached (they may hold PersistentVolumes) and the VM removed
-(docs/compatibility.md#fencing)."""
+(docs/fencing.md#why-the-deletion-path-is-fence-safe-too)."""
 
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # The NoSchedule taint put on the Node while it is being remediated: nothing new lands on it. NoSchedule, not
-# NoExecute, so that no eviction clock starts before the VM is confirmed off (docs/fencing.md#the-safety-rules-the-code-keeps).
+# NoExecute, so that no eviction clock starts before the VM is confirmed off
+# (docs/fencing.md#the-safety-rules-the-code-keeps).
 REMEDIATION_TAINT_KEY = f"{GROUP}/remediation"
 # Kubernetes' non-graceful shutdown taint: pods are force-deleted and volumes detached at once. Only ever put on a
 # Node whose VM oVirt reports `down`.

@@ -106,7 +106,7 @@ class Instances(Protocol):
         when the provider is sure it does not exist; a failed lookup raises ActuatorError."""
 
 
-# --- power control, for fencing (docs/fencing.md) ----------------------------------------------
+# --- power control, for fencing (docs/fencing.md) ---------------------------------------------------------------
 
 class PowerState(StrEnum):
     """A VM's power as fencing must see it. UNKNOWN is never taken as off: the hypervisor has lost its host, and

@@ -7,10 +7,10 @@ the taints. A cycle that does not bring the Node back within the timeout is foll
 up to the retry limit; then the Machine is deleted so its MachineSet replaces it (never a Machine without a
 controller owner, nor a control-plane one).
 
-Safety (docs/fencing.md#the-safety-rules-the-code-keeps): storage is released only after the VM is confirmed off; `unknown` is
-never off; a Node that is Ready again before the power-off is left alone. Crash safety: every step writes its
-intent into `status` (guarded by resourceVersion) before acting, and every step re-reads the VM and the Node, so a
-restarted controller resumes where it was and sends one stop and one start per cycle.
+Safety (docs/fencing.md#the-safety-rules-the-code-keeps): storage is released only after the VM is confirmed
+off; `unknown` is never off; a Node that is Ready again before the power-off is left alone. Crash safety: every
+step writes its intent into `status` (guarded by resourceVersion) before acting, and every step re-reads the VM
+and the Node, so a restarted controller resumes where it was and sends one stop and one start per cycle.
 """
 
 from __future__ import annotations

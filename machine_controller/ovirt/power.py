@@ -1,7 +1,7 @@
 """oVirt's side of fencing (`controllers.actuator.PowerControl`): a VM's power state by its id, hard stop, start.
 
-The engine's VM states map to what fencing may conclude (docs/fencing.md#the-safety-rules-the-code-keeps): only `down` is off;
-`unknown` (the VM's host stopped answering) is never taken as off, since the VM may still be running there.
+The engine's VM states map to what fencing may conclude (docs/fencing.md#the-safety-rules-the-code-keeps): only
+`down` is off; `unknown` (the VM's host stopped answering) is never taken as off, since the VM may still run there.
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             raise RuntimeError("a Machine failed; see " + str(ctl.log_path))
         time.sleep(0.25)
     create_s = time.monotonic() - t0
-    create_requests = sum(sim.control.counts().values())
+    create_counts = sim.control.counts()
+    create_requests = sum(create_counts.values())
     cpu1 = _proc_cpu_s(ctl.proc.pid)
 
     sim.control.reset_counts()
@@ -118,11 +119,18 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     while kubectl.phases():
         time.sleep(0.25)
     delete_s = time.monotonic() - t1
-    delete_requests = sum(sim.control.counts().values())
+    delete_counts = sim.control.counts()
+    delete_requests = sum(delete_counts.values())
     return {"n": n, "create_s": create_s, "ratio": create_s / floor, "create_req_per_machine": create_requests / n,
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
             "cpu_s": cpu1 - cpu0, "cpu_ms_per_machine": 1000 * (cpu1 - cpu0) / n,
-            "peak_rss_mib": _proc_peak_rss_mib(ctl.proc.pid)}
+            "peak_rss_mib": _proc_peak_rss_mib(ctl.proc.pid),
+            "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n)}
+
+
+def _per_machine(counts: dict[str, int], n: int) -> dict[str, float]:
+    """Requests per Machine by endpoint (`METHOD template`), most first."""
+    return {k: v / n for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
 
 
 def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: float,
@@ -217,6 +225,10 @@ def main() -> int:
         print(f"{r['n']:>5} {r['create_s']:>11.1f}s {r['ratio']:>7.1f}x {r['create_req_per_machine']:>12.1f} "
               f"{r['delete_s']:>7.1f}s {r['delete_req_per_machine']:>10.1f} {r['cpu_s']:>7.1f} "
               f"{r['cpu_ms_per_machine']:>9.0f} {r['peak_rss_mib']:>7.0f}MiB")
+    for r in rows:
+        for what in ("create", "delete"):
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
+            print(f"  N={r['n']} {what} requests per Machine by endpoint: {parts}")
     if ms_row:
         r = ms_row
         print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.1f}x the floor), "

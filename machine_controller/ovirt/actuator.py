@@ -10,7 +10,9 @@ stopped (reference machine-api.md 6.2 item 1, which this fixes).
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,7 +29,9 @@ from machine_controller.controllers.actuator import InstanceStatus, InvalidMachi
 
 from .addresses import machine_addresses, usable_ips
 from .client import OvirtClient
-from .errors import ConflictError, MissingDependencyError
+from .errors import BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError
+from .lookups import Lookups
+from .snapshots import VmSnapshots
 from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
 
 log = structlog.get_logger(__name__)
@@ -53,6 +57,9 @@ class Timing:
     odd_state_s: float = 15.0
 
 
+_ALIGN_SLACK_S = 0.01  # wake just after the shared instant, not just before it
+
+
 class _PollBackoff:
     def __init__(self, first: float):
         self._first = first
@@ -64,7 +71,11 @@ class _PollBackoff:
             prev = self._seen.get(vm_id)
             n = prev[1] + 1 if prev and prev[0] == state else 0
             self._seen[vm_id] = (state, n)
-        return min(cap, self._first * 2 ** n)
+        interval = min(cap, self._first * 2 ** n)
+        # Looks with the same interval fall on the same instants, so one list of the cluster's VMs answers all
+        # the Machines that wake together (snapshots.py).
+        now = time.monotonic()
+        return math.ceil((now + interval) / interval) * interval - now + _ALIGN_SLACK_S
 
     def forget(self, vm_id: str | None) -> None:
         with self._lock:
@@ -91,6 +102,8 @@ class OvirtActuator:
         user_data: Callable[[str, str], str],
         excluded_ips: Callable[[], set[str]] = set,
         timing: Timing = Timing(),
+        lookups: Lookups | None = None,
+        snapshots: VmSnapshots | None = None,
     ):
         """`user_data(namespace, secret_name)` returns the Ignition text (raising MissingDependencyError when the
         secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs."""
@@ -99,6 +112,11 @@ class OvirtActuator:
         self._excluded_ips = excluded_ips
         self._timing = timing
         self._polls = _PollBackoff(timing.first_poll_s)
+        self._lookups = lookups or Lookups(client)
+        self._snapshots = snapshots or VmSnapshots(client)
+        self._acted: dict[str, float] = {}  # VM id -> when we last changed it (a list must be newer to judge it)
+        self._os_disk_ok: set[str] = set()  # VMs whose OS disk was seen at its size, unlocked
+        self._configured: set[str] = set()  # VMs whose NICs, tag and affinity groups were set
 
     # --- spec ---------------------------------------------------------------------------------------------------
     def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
@@ -117,7 +135,26 @@ class OvirtActuator:
 
     # --- lookup -------------------------------------------------------------------------------------------------
     def find_vm(self, machine: Machine) -> types.Vm | None:
-        """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name."""
+        """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name. From the
+        shared list of its cluster when the spec names one the engine has, else asked on its own."""
+        cluster = self._cluster_of(machine)
+        if cluster is None:
+            return self._find_directly(machine)
+        known = vm_id_of(machine)
+        if known:
+            vm = self._snapshots.by_id(cluster.name, known, self._acted.get(known, 0.0))
+            if vm is None:
+                vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
+            if vm is not None:
+                return vm
+        named = [v for v in self._snapshots.by_name(cluster.name, machine.metadata.name) if v.id]
+        if len(named) > 1:
+            raise OvirtError(f"{len(named)} VMs are named {machine.metadata.name!r}; refusing to guess which one "
+                             "is the Machine's")
+        # A VM of that name in another cluster is found when the engine refuses to create a second one.
+        return named[0] if named else None
+
+    def _find_directly(self, machine: Machine) -> types.Vm | None:
         known = vm_id_of(machine)
         if known:
             vm = self.client.vm(known)
@@ -125,12 +162,37 @@ class OvirtActuator:
                 return vm
         return self.client.vm_by_name(machine.metadata.name)
 
+    def _cluster_of(self, machine: Machine) -> types.Cluster | None:
+        try:
+            spec = load_provider_spec(machine.spec.provider_spec.value)
+        except InvalidProviderSpec:
+            return None
+        cluster = self._lookups.cluster(spec.cluster_id)
+        return cluster if cluster is not None and cluster.name else None
+
+    def _acted_on(self, vm_id: str) -> None:
+        self._acted[vm_id] = self._snapshots.now()
+
+    def _forget(self, vm_id: str | None) -> None:
+        self._polls.forget(vm_id)
+        self._acted.pop(vm_id or "", None)
+        self._os_disk_ok.discard(vm_id or "")
+        self._configured.discard(vm_id or "")
+
     def exists(self, machine: Machine) -> bool:
         return self.find_vm(machine) is not None
 
     # --- provisioning -------------------------------------------------------------------------------------------
     def provision(self, machine: Machine) -> Progress:
         spec = self.spec_of(machine)
+        try:
+            return self._provision(machine, spec)
+        except (NotFoundError, BadRequestError):
+            # Something we kept (a template, a group) may be gone or recreated: look everything up again.
+            self._lookups.forget()
+            raise
+
+    def _provision(self, machine: Machine, spec: OvirtMachineProviderSpec) -> Progress:
         vm = self.find_vm(machine)
         if vm is None:
             vm = self._create(machine, spec)
@@ -144,6 +206,7 @@ class OvirtActuator:
                 return pending
             try:
                 self.client.start_vm(vm.id, correlation_id=_correlation(machine, "start"))
+                self._acted_on(vm.id)
             except ConflictError as e:
                 # The VM exists but the engine will not run it now (no host satisfies its scheduling
                 # constraints, a locked image...): the Machine says so, and the start is tried again.
@@ -155,6 +218,8 @@ class OvirtActuator:
             return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
         if status in _RUNNING:
             self._polls.forget(vm.id)
+            self._os_disk_ok.discard(vm.id)
+            self._configured.discard(vm.id)
             return Progress(done=True, instance_id=vm.id, instance_state=status.value)
         if status == types.VmStatus.POWERING_DOWN:
             return self._wait(vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
@@ -170,14 +235,14 @@ class OvirtActuator:
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
         name = machine.metadata.name
         # Check everything the VM will need before creating it, so a missing dependency leaves no VM behind.
-        if self.client.cluster(spec.cluster_id) is None:
+        if self._lookups.cluster(spec.cluster_id) is None:
             raise MissingDependencyError(f"oVirt cluster {spec.cluster_id} not found")
-        template = self.client.template_by_name(spec.template_name, spec.cluster_id)
+        template = self._lookups.template(spec.template_name, spec.cluster_id)
         if template is None:
             raise MissingDependencyError(f"oVirt template {spec.template_name!r} not found")
         self._check_dependencies(machine, spec)
         ignition = self._user_data(machine.metadata.namespace, spec.user_data_secret.name)
-        template_disks = self.client.template_disk_attachments(template.id)
+        template_disks = self._lookups.template_disks(template.id)
         _check_os_disk_size(spec, template_disks)
         disk_ids: tuple[str, ...] = ()
         if spec.sparse is not None or spec.format or spec.storage_domain_id:
@@ -195,56 +260,71 @@ class OvirtActuator:
             if existing is None:
                 raise
             return existing
+        self._acted_on(created.id)
         log.info("created VM", vm_id=created.id, template=spec.template_name)
         return created
 
     def _check_dependencies(self, machine: Machine, spec: OvirtMachineProviderSpec) -> None:
         for nic in spec.network_interfaces:
-            if not self.client.vnic_profile_exists(nic.vnic_profile_id):
+            if not self._lookups.vnic_profile_exists(nic.vnic_profile_id):
                 raise MissingDependencyError(f"oVirt vNIC profile {nic.vnic_profile_id} not found")
         for group in spec.affinity_groups_names:
-            if self.client.affinity_group(spec.cluster_id, group) is None:
+            if self._lookups.affinity_group(spec.cluster_id, group) is None:
                 raise MissingDependencyError(
                     f"oVirt affinity group {group!r} not found in cluster {spec.cluster_id}")
         tag = machine.cluster_id
-        if tag and not self.client.tag_exists(tag):
+        if tag and not self._lookups.tag_exists(tag):
             raise MissingDependencyError(f"oVirt tag {tag!r} (the cluster's infra ID) not found")
 
     def _configure(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
         """Bring a stopped VM to the spec, step by idempotent step (reference 4.3 steps 7-12). Returns what is
         awaited, or None when the VM is ready to start."""
-        if spec.type == VMType.HIGH_PERFORMANCE:
-            for console in self.client.graphics_consoles(vm.id):
-                self.client.remove_graphics_console(vm.id, console.id)  # headless (OCPRHV-786)
+        # The steps that do not wait go first, and are done once per VM in this process (a restarted controller
+        # checks them again: each is idempotent); the OS disk, which may have to be waited for, comes last.
+        if vm.id not in self._configured:
+            if spec.type == VMType.HIGH_PERFORMANCE:
+                for console in self.client.graphics_consoles(vm.id):
+                    self.client.remove_graphics_console(vm.id, console.id)  # headless (OCPRHV-786)
+            self._reconcile_nics(spec, vm)
+            tag = machine.cluster_id
+            # A VM from its cluster's list carries its tags; one asked for on its own does not.
+            tags = [t.name for t in vm.tags] if vm.tags is not None else self.client.vm_tags(vm.id)
+            if tag and tag not in tags:
+                self.client.add_vm_tag(vm.id, tag)
+            for name in spec.affinity_groups_names:
+                group = self._lookups.affinity_group(spec.cluster_id, name)
+                if group is None:
+                    raise MissingDependencyError(
+                        f"oVirt affinity group {name!r} not found in cluster {spec.cluster_id}")
+                if vm.id not in self.client.affinity_group_vm_ids(spec.cluster_id, group.id):
+                    self.client.add_vm_to_affinity_group(spec.cluster_id, group.id, vm.id)
+            self._configured.add(vm.id)
         pending = self._grow_os_disk(machine, spec, vm)
         if pending:
             return pending
-        self._reconcile_nics(spec, vm)
-        tag = machine.cluster_id
-        if tag and tag not in self.client.vm_tags(vm.id):
-            self.client.add_vm_tag(vm.id, tag)
-        for name in spec.affinity_groups_names:
-            group = self.client.affinity_group(spec.cluster_id, name)
-            if group is None:
-                raise MissingDependencyError(f"oVirt affinity group {name!r} not found in cluster {spec.cluster_id}")
-            if vm.id not in self.client.affinity_group_vm_ids(spec.cluster_id, group.id):
-                self.client.add_vm_to_affinity_group(spec.cluster_id, group.id, vm.id)
         if spec.auto_pinning_enabled:
             # Re-pinning a stopped VM yields the same pinning: safe to repeat when a start is retried.
             self.client.auto_pin(vm.id)
         return None
 
     def _grow_os_disk(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
-        boot = [a for a in self.client.disk_attachments(vm.id) if a.bootable]
-        if not boot:
+        if vm.id in self._os_disk_ok:
+            return None
+        # A VM from its cluster's list carries its disks (newer than our last resize); else they are asked for.
+        attachments = vm.disk_attachments if vm.disk_attachments is not None \
+            else self.client.vm_disk_attachments(vm.id)
+        boot = [a for a in attachments if a.bootable]
+        if not boot or boot[0].disk is None:
             raise InvalidMachineConfiguration(f"template {spec.template_name!r} has no bootable disk")
-        disk = self.client.disk(boot[0].disk.id)
+        disk = boot[0].disk
         if disk.status == types.DiskStatus.LOCKED:
             return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
         wanted = os_disk_bytes(spec)
-        if (disk.provisioned_size or 0) < wanted:  # grown, never shrunk (reference 4.1)
+        if (disk.provisioned_size or 0) < wanted:  # grown, never shrunk (docs/compatibility.md)
             self.client.resize_disk(disk.id, wanted, correlation_id=_correlation(machine, "resize"))
-            return self._wait(vm, self._timing.locked_s, "the OS disk to be resized")
+            self._acted_on(vm.id)
+            return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
+        self._os_disk_ok.add(vm.id)
         return None
 
     def _reconcile_nics(self, spec: OvirtMachineProviderSpec, vm: types.Vm) -> None:
@@ -270,7 +350,9 @@ class OvirtActuator:
         addresses: list[NodeAddress] | None = None
         ips: list[str] = []
         if vm.status in _RUNNING:
-            ips = usable_ips(self.client.reported_devices(vm.id), self._excluded_ips())
+            # A VM from a cluster's list carries its reported devices; one asked for on its own does not.
+            devices = vm.reported_devices if vm.reported_devices is not None else self.client.reported_devices(vm.id)
+            ips = usable_ips(devices, self._excluded_ips())
             addresses = machine_addresses(vm.name, ips)
         return InstanceStatus(
             instance_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
@@ -282,7 +364,7 @@ class OvirtActuator:
         """Stop, detach every non-bootable disk (so PV disks survive, BZ 2024328), remove; resumable."""
         vm = self.find_vm(machine)
         if vm is None:
-            self._polls.forget(vm_id_of(machine))
+            self._forget(vm_id_of(machine))
             return Progress(done=True)
         status = vm.status
         if status == types.VmStatus.DOWN:
@@ -292,6 +374,7 @@ class OvirtActuator:
                     log.info("detached disk before removing the VM", disk_id=att.disk.id if att.disk else att.id)
             try:
                 self.client.remove_vm(vm.id)
+                self._acted_on(vm.id)
             except ConflictError as e:
                 return self._wait(vm, self._timing.locked_s, f"the engine to accept removal ({e})")
             log.info("removed VM", vm_id=vm.id)
@@ -300,6 +383,7 @@ class OvirtActuator:
             return self._wait(vm, self._timing.stopping_s, f"the VM to settle (it is {status.value})")
         try:
             self.client.stop_vm(vm.id)
+            self._acted_on(vm.id)
         except ConflictError as e:
             return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
         return self._wait(vm, self._timing.stopping_s, "the VM to stop")

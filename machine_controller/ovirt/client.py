@@ -63,6 +63,16 @@ class OvirtClient:
         except NotFoundError:
             return None
 
+    def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+        """Every VM of the cluster, each with its reported devices (the guest's addresses), tags and disks inlined."""
+        return self.call(f"list VMs of cluster {cluster_name}", lambda s: s.vms_service().list(
+            search=f"cluster={_quote(cluster_name)}", follow="reported_devices,tags,disk_attachments.disk"))
+
+    def vm_disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:
+        """The VM's disk attachments with each disk inlined: sizes and states in one request."""
+        return self.call("list VM disks", lambda s: self._vm_service(s, vm_id).disk_attachments_service()
+                         .list(follow="disk"))
+
     def vm_by_name(self, name: str) -> types.Vm | None:
         # The search matches patterns and is case-insensitive; identity is the exact name.
         vms = self.call(f"search VM {name}", lambda s: s.vms_service().list(search=f"name={_quote(name)}"))

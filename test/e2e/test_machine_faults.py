@@ -58,8 +58,9 @@ def test_transient_faults_end_running_and_never_failed(menv, fault):
         control.inject_fault("/vms/*/start", method="POST", status=409,
                              detail="[Cannot run VM: VM is locked. Please try again in a few minutes.]", count=3)
     elif fault == "dropped_connections":
-        control.drop_connection("/vms/*", method="GET", count=3)
-        control.drop_connection("/vms/*/diskattachments", method="GET", count=1)
+        # The reads a Machine's creation makes: the list of its cluster's VMs, and the affinity group's members.
+        control.drop_connection("/vms", method="GET", count=3)
+        control.drop_connection("/clusters/*/affinitygroups/*/vms", method="GET", count=1)
     menv.controller()
     name = menv.create_machine(unique_name())
     seen, record = _phases_seen(menv, name)

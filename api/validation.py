@@ -3,7 +3,8 @@
 The rules of the Go actuator's validations.go, in its order, plus those a careful implementation adds where
 the Go code lets a bad spec through to a confusing engine fault or silently ignores a setting:
 - template_name and cluster_id non-empty (the CRD of the Go provider marks them required);
-- cpu sockets/cores/threads > 0, memory_mb, guaranteed_memory_mb and os_disk.size_gb not negative;
+- cpu sockets/cores/threads > 0, memory_mb, guaranteed_memory_mb and os_disk.size_gb not negative, and none
+  beyond what an oVirt engine can give (memory, CPU topology, disk size);
   guaranteed memory is forbidden with an instance type (the Go actuator would not send it);
 - auto_pinning_policy limited to its documented values (Go enables pinning for any other string, 6.2 item 7);
 - disk settings that need cloned disks (storage_domain_id, format raw, sparse=false) rejected when the
@@ -28,6 +29,16 @@ from api.provider_spec import (
 )
 
 __all__ = ["FieldError", "InvalidProviderSpec", "load_provider_spec", "validate_provider_spec"]
+
+# The engine's own limits (its vdc_options, docs/compatibility.md#engine-limits). They depend on the cluster level;
+# these are the most generous of current levels (4.6/4.7), so nothing a real engine accepts is refused here, and
+# values no engine can satisfy fail at once instead of leaving a VM that never starts.
+MAX_MEMORY_MB = 6 * 1024 * 1024  # VM64BitMaxMemorySizeInMB: 6 TiB
+MAX_VCPUS = 710  # MaxNumOfVmCpus for x86_64
+MAX_SOCKETS = 10000  # MaxNumOfVmSockets
+MAX_CORES_PER_SOCKET = 254  # MaxNumOfCpuPerSocket
+MAX_THREADS_PER_CORE = 8  # MaxNumOfThreadsPerCpu
+MAX_DISK_GB = (2 ** 63 - 1) // (1024 ** 3)  # provisioned_size is a signed 64-bit byte count
 
 
 def _quoted(values: Any) -> str:
@@ -71,6 +82,9 @@ def validate_provider_spec(spec: OvirtMachineProviderSpec, base: str = PROVIDER_
         errs.required("os_disk", "must give the size of the bootable disk")
     else:
         errs.positive("os_disk.size_gb", spec.os_disk.size_gb)
+        if spec.os_disk.size_gb > MAX_DISK_GB:
+            errs.invalid("os_disk.size_gb", spec.os_disk.size_gb,
+                         f"must be at most {MAX_DISK_GB} (the engine counts disk sizes in bytes as a 64-bit number)")
     _vm_type(spec, errs)
     if spec.auto_pinning_policy and spec.auto_pinning_policy not in set(AutoPinningPolicy):
         errs.unsupported("auto_pinning_policy", spec.auto_pinning_policy, _quoted(AutoPinningPolicy))
@@ -119,11 +133,23 @@ def _sizing(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.required("memory_mb", "must be set when instance_type_id is not set")
     else:
         errs.positive("memory_mb", spec.memory_mb)
+    if spec.memory_mb > MAX_MEMORY_MB:
+        errs.invalid("memory_mb", spec.memory_mb, f"must be at most {MAX_MEMORY_MB} (6 TiB, the most any oVirt "
+                                                  "engine gives a 64-bit VM)")
     if spec.cpu is None:
         errs.required("cpu", "must be set when instance_type_id is not set")
     else:
         for field in ("sockets", "cores", "threads"):
             errs.positive(f"cpu.{field}", getattr(spec.cpu, field))
+        for field, limit in (("sockets", MAX_SOCKETS), ("cores", MAX_CORES_PER_SOCKET),
+                             ("threads", MAX_THREADS_PER_CORE)):
+            value = getattr(spec.cpu, field)
+            if value > limit:
+                errs.invalid(f"cpu.{field}", value, f"must be at most {limit}")
+        vcpus = spec.cpu.sockets * spec.cpu.cores * spec.cpu.threads
+        if vcpus > MAX_VCPUS:
+            errs.invalid("cpu", f"{spec.cpu.sockets}x{spec.cpu.cores}x{spec.cpu.threads}",
+                         f"{vcpus} vCPUs; an oVirt VM has at most {MAX_VCPUS}")
     if spec.guaranteed_memory_mb < 0:
         errs.invalid("guaranteed_memory_mb", spec.guaranteed_memory_mb, "must not be negative")
     elif spec.memory_mb > 0 and spec.guaranteed_memory_mb > spec.memory_mb:

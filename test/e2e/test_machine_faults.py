@@ -19,6 +19,11 @@ INVALID = {
                                "spec.providerSpec.value.guaranteed_memory_mb: Invalid value: 99999"),
     "zero_sockets": ({"cpu": {"sockets": 0, "cores": 4, "threads": 1}},
                      "spec.providerSpec.value.cpu.sockets: Invalid value: 0"),
+    # Values no oVirt engine can satisfy: before, the VM was created and stayed down with nothing reported.
+    "memory_beyond_any_engine": ({"memory_mb": 1000000000000000},
+                                 "spec.providerSpec.value.memory_mb: Invalid value: 1000000000000000: must be at most"),
+    "cores_beyond_the_engine": ({"cpu": {"sockets": 1, "cores": 300, "threads": 1}},
+                                "spec.providerSpec.value.cpu.cores: Invalid value: 300: must be at most 254"),
 }
 
 

@@ -222,6 +222,33 @@ INVALID = {
         [f"{P}.memory_mb: Required value: must be set when instance_type_id is not set"],
     ),
     "memory negative": (spec_with(memory_mb=-1), [f"{P}.memory_mb: Invalid value: -1: must be greater than 0"]),
+    "memory beyond any engine": (
+        spec_with(memory_mb=1000000000000000),
+        [f"{P}.memory_mb: Invalid value: 1000000000000000: must be at most 6291456 (6 TiB, the most any oVirt "
+         "engine gives a 64-bit VM)"],
+    ),
+    "cores per socket beyond the engine's limit": (
+        spec_with(cpu={"sockets": 1, "cores": 255, "threads": 1}),
+        [f"{P}.cpu.cores: Invalid value: 255: must be at most 254"],
+    ),
+    "threads per core beyond the engine's limit": (
+        spec_with(cpu={"sockets": 1, "cores": 2, "threads": 9}),
+        [f"{P}.cpu.threads: Invalid value: 9: must be at most 8"],
+    ),
+    "more vCPUs than a VM can have": (
+        spec_with(cpu={"sockets": 4, "cores": 200, "threads": 1}),
+        [f'{P}.cpu: Invalid value: "4x200x1": 800 vCPUs; an oVirt VM has at most 710'],
+    ),
+    "sockets beyond the engine's limit": (
+        spec_with(cpu={"sockets": 10001, "cores": 1, "threads": 1}),
+        [f"{P}.cpu.sockets: Invalid value: 10001: must be at most 10000",
+         f'{P}.cpu: Invalid value: "10001x1x1": 10001 vCPUs; an oVirt VM has at most 710'],
+    ),
+    "disk beyond a 64-bit byte count": (
+        spec_with(os_disk={"size_gb": 2 ** 40}),
+        [f"{P}.os_disk.size_gb: Invalid value: {2 ** 40}: must be at most 8589934591 (the engine counts disk sizes "
+         "in bytes as a 64-bit number)"],
+    ),
     "cpu missing": (spec_with(cpu=None), [f"{P}.cpu: Required value: must be set when instance_type_id is not set"]),
     "cpu sockets zero": (
         spec_with(cpu={"sockets": 0, "cores": 4, "threads": 1}),
@@ -405,3 +432,10 @@ def test_installer_shaped_sample_machineset_parses_and_validates():
 def test_non_utf8_bytes_are_an_invalid_spec():
     with pytest.raises(InvalidProviderSpec, match=r"^spec\.providerSpec\.value: Invalid value: not UTF-8 text"):
         parse_provider_spec(b"\xff\xfe")
+
+
+def test_the_engines_largest_shapes_are_still_valid():
+    """The limits refuse only what no engine gives: the largest shapes a 4.7 cluster accepts pass."""
+    spec = spec_with(memory_mb=6 * 1024 * 1024, cpu={"sockets": 2, "cores": 177, "threads": 2},
+                     os_disk={"size_gb": 8589934591})
+    assert messages(spec) == []

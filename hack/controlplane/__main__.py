@@ -1,4 +1,4 @@
-"""CLI: `python -m hack.controlplane up|down|env|kubeconfig|status`."""
+"""CLI: `python -m hack.controlplane up|down|restart|env|kubeconfig|status`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("up", help="build the binaries if needed, start everything, wait until ready")
     sub.add_parser("down", help="stop every process and remove the state directory")
     sub.add_parser("status", help="exit 0 when running, print the API server URL")
+    rs = sub.add_parser("restart", help="stop one component and start it again with the same flags and data")
+    rs.add_argument("component", choices=["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"])
+    rs.add_argument("--down-for", type=float, default=0.0, help="seconds to leave it stopped")
     env = sub.add_parser("env", help="print shell exports (KUBECONFIG, PATH with the pinned kubectl)")
     env.add_argument("--user", default="admin", choices=["admin", "restricted"])
     kc = sub.add_parser("kubeconfig", help="print the path of a kubeconfig")
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         print(plane.kubeconfig())
     elif args.cmd == "down":
         plane.down()
+    elif args.cmd == "restart":
+        plane.restart(args.component, down_for=args.down_for)
     elif args.cmd == "status":
         if not plane.running():
             print("not running", file=sys.stderr)

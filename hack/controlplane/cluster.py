@@ -56,6 +56,7 @@ class State:
     api_port: int
     pids: dict[str, int] = field(default_factory=dict)
     kubeconfigs: dict[str, str] = field(default_factory=dict)
+    argvs: dict[str, list[str]] = field(default_factory=dict)  # how each component was started, for restart
 
     @property
     def server(self) -> str:
@@ -154,12 +155,34 @@ class LocalControlPlane:
     def down(self) -> None:
         state = self.state or State.load(self.dir)
         if state:
-            # Reverse start order: the API server's clients first, etcd last.
+            # Reverse start order: the API server's clients first, etcd last (a restarted one keeps its place).
             for name, pid in reversed(list(state.pids.items())):
                 self._stop_pid(name, pid)
             shutil.rmtree(state.etcd_data, ignore_errors=True)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.state = None
+
+    def stop(self, component: str) -> None:
+        """Stop one component (its pid stays recorded, dead, until `start`)."""
+        assert self.state, f"no control plane running in {self.dir}"
+        self._stop_pid(component, self.state.pids[component])
+
+    def start(self, component: str) -> None:
+        """Start a stopped component again with the same flags, data and ports, and wait until it serves."""
+        assert self.state, f"no control plane running in {self.dir}"
+        self._start(component, self.state.argvs[component])
+        if component == "kube-apiserver":
+            self._wait_ready("kube-apiserver", self.state.server + "/readyz", certs.Pki(self.dir / "pki"))
+        elif component == "etcd":
+            self._wait_http("etcd", next(a for a in self.state.argvs["etcd"]
+                                         if a.startswith("--advertise-client-urls=")).split("=", 1)[1] + "/health")
+
+    def restart(self, component: str, down_for: float = 0.0) -> None:
+        """Stop one component, leave it down `down_for` seconds, start it again: what a test needs to see how
+        clients ride an API server restart."""
+        self.stop(component)
+        time.sleep(down_for)
+        self.start(component)
 
     # --- processes --------------------------------------------------------------------------------
     def _start(self, name: str, argv: list[str]) -> None:
@@ -169,6 +192,7 @@ class LocalControlPlane:
                                 start_new_session=True)
         log.close()
         self.state.pids[name] = proc.pid
+        self.state.argvs[name] = argv
         self.state.save()
 
     @staticmethod

@@ -10,8 +10,9 @@ queue. So the stream is read here directly (`kube.Rest.open_stream`) and every e
 - BOOKMARK only advances the RV (so a reconnect after a quiet period does not start from an ancient RV).
 - ERROR with code 410 (or an HTTP 410 on connect): the RV was compacted away; relist and emit the diff as
   synthetic adds, updates and deletes so handlers see what was missed.
-- The server ends each watch after `timeoutSeconds`; we reconnect from the last RV. Connection errors reconnect
-  with exponential backoff (client-go: 800 ms doubling to 30 s).
+- The server ends each watch after `timeoutSeconds`; we reconnect from the last RV. Errors the server answers
+  with reconnect with exponential backoff (client-go: 800 ms doubling to 30 s); an unreachable server (restarting)
+  is retried at most every 2 s, so the controller resumes within seconds of the API coming back.
 """
 
 from __future__ import annotations
@@ -110,6 +111,13 @@ class Store:
                     keys.discard(key)
                     if not keys:
                         del self._indices[name][value]
+
+
+UNREACHABLE_RETRY_CAP_S = 2.0
+
+
+def _server_answered(exc: BaseException) -> bool:
+    return isinstance(exc, ApiException) and bool(exc.status)
 
 
 class _Gone(Exception):
@@ -232,10 +240,15 @@ class Informer:
             except Exception as exc:  # noqa: BLE001 - any failure: back off and try again until stopped
                 if self._stop.is_set():
                     return
+                # A server that answers (429, 5xx) is struggling: back off up to the full cap. One that cannot be
+                # reached (restarting, connection refused) costs nothing to knock on, and the controller should
+                # resume within seconds of it coming back, so those retries stay short.
+                cap = self.backoff[1] if _server_answered(exc) else min(self.backoff[1], UNREACHABLE_RETRY_CAP_S)
+                delay = min(delay, cap)
                 self._log.warning("list/watch failed, retrying", error=str(exc)[:500],
                                   error_type=type(exc).__name__, retry_in=round(delay, 2))
                 self._stop.wait(delay * random.uniform(1.0, 1.2))
-                delay = min(delay * 2, self.backoff[1])
+                delay = min(delay * 2, cap)
 
     def _selectors(self) -> dict[str, Any]:
         return {"labelSelector": self.label_selector, "fieldSelector": self.field_selector}

@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, generate_latest
 
 from api import keys
-from api.meta import format_time, now
+from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.resources import MACHINES, NODES
@@ -201,15 +201,19 @@ def test_kubectl_scale_up_down_and_to_zero_converges(harness):
 
 
 def _grow_one_at_a_time(harness: Harness, name: str, count: int) -> list[str]:
-    """Scale up by one per step, a second apart, so creationTimestamps (whole seconds) order the Machines."""
+    """Scale up by one per step, each Machine created in a later second than the one before: creationTimestamps
+    have whole seconds, and they are what Oldest and Newest order by."""
     for n in range(1, count + 1):
         if n > 1:
-            time.sleep(1.1)
+            newest = max(parse_time(m["metadata"]["creationTimestamp"]) for m in harness.converged(name, n - 1))
+            wait_for("the next second after the newest Machine's creation",
+                     lambda: dt.datetime.now(dt.timezone.utc).replace(microsecond=0) > newest)
         harness.scale(name, n)
         harness.converged(name, n)
-    names = harness.names()
-    assert len(names) == count
-    return names  # oldest first
+    machines = harness.converged(name, count)
+    created = [m["metadata"]["creationTimestamp"] for m in machines]
+    assert len(set(created)) == count, created  # each in its own second: the order below is the servers'
+    return [m["metadata"]["name"] for m in sorted(machines, key=lambda m: m["metadata"]["creationTimestamp"])]
 
 
 def test_scale_down_removes_the_annotated_machine_then_the_oldest_then_the_newest(harness):

@@ -1,7 +1,7 @@
 """API types of machine.openshift.io/v1beta1 and the oVirt provider spec. Pure data and validation: no I/O.
 
 Modules:
-- `keys`: every label/annotation/finalizer key and the group/version (reference section 2).
+- `keys`: every label/annotation/finalizer key and the group/version (docs/compatibility.md#annotations-and-labels).
 - `meta`: ObjectMeta subset, owner/object references, LabelSelector (matching, kubectl string form),
   Condition with MAO's set semantics, Taint, NodeAddress, time helpers.
 - `machine`, `machineset`, `machinehealthcheck`: the three Kubernetes kinds, their enums and helpers.

@@ -19,7 +19,7 @@ class FieldError:
 
 class InvalidProviderSpec(ValueError):
     """The provider spec cannot be used. The Machine goes Failed with errorReason InvalidConfiguration and
-    `str(error)` (every problem, joined by "; ") as errorMessage (reference 4.2, 4.3)."""
+    `str(error)` (every problem, joined by "; ") as errorMessage (docs/compatibility.md#provider-spec)."""
 
     def __init__(self, errors: list[FieldError]):
         self.errors = list(errors)

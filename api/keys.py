@@ -1,4 +1,4 @@
-"""Every label, annotation and finalizer key of the Machine API (reference section 2), in one place.
+"""Every label, annotation and finalizer key of the Machine API (docs/compatibility.md#annotations-and-labels), in one place.
 
 Controllers, the actuator and the CRD printer columns import these names; no other module spells a key.
 """
@@ -10,12 +10,12 @@ VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # --- labels on Machines / MachineSets -------------------------------------------------------------------
-# Infra ID of the cluster; the machine controller refuses Machines without it (reference 3.1 step 3) and the
+# Infra ID of the cluster; the machine controller refuses Machines without it (docs/compatibility.md#machine-phases) and the
 # oVirt actuator attaches the oVirt tag of that name to the VM (4.3 step 11).
 LABEL_CLUSTER = "machine.openshift.io/cluster-api-cluster"
 LABEL_MACHINE_ROLE = "machine.openshift.io/cluster-api-machine-role"
 LABEL_MACHINE_TYPE = "machine.openshift.io/cluster-api-machine-type"
-# The installer puts it in a MachineSet's selector and template: ownership matching (reference 3.2).
+# The installer puts it in a MachineSet's selector and template: ownership matching (docs/compatibility.md#machinesets).
 LABEL_MACHINESET = "machine.openshift.io/cluster-api-machineset"
 LABEL_INTERRUPTIBLE_INSTANCE = "machine.openshift.io/interruptible-instance"
 # Set by cloud providers only, never on oVirt; the Type/Region/Zone printer columns read them (1.1).
@@ -29,7 +29,7 @@ LABEL_ACCELERATOR = "cluster-api/accelerator"
 # Raw lower-case oVirt VM status ("up", "down", ...); "Unknown" once the Machine is Failed (3.1, 4.5).
 ANNOTATION_INSTANCE_STATE = "machine.openshift.io/instance-state"
 INSTANCE_STATE_UNKNOWN = "Unknown"
-# The oVirt VM UUID; deliberately without a prefix, as the Go actuator writes it (reference 2, 4.5).
+# The oVirt VM UUID; deliberately without a prefix, as the Go actuator writes it (docs/compatibility.md#annotations-and-labels).
 ANNOTATION_VM_ID = "VmId"
 ANNOTATION_EXCLUDE_NODE_DRAINING = "machine.openshift.io/exclude-node-draining"
 ANNOTATION_DELETE_MACHINE = "machine.openshift.io/delete-machine"
@@ -48,13 +48,13 @@ LABEL_NODE_ROLE_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 ANNOTATION_AUTOSCALER_MIN_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-min-size"
 ANNOTATION_AUTOSCALER_MAX_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-max-size"
 ANNOTATION_MACHINE_AUTOSCALER = "autoscaling.openshift.io/machineautoscaler"
-# Scale-from-zero capacity hints. The Go oVirt provider never wrote them (reference 2); this project's MachineSet
+# Scale-from-zero capacity hints. The Go oVirt provider never wrote them (docs/compatibility.md#annotations-and-labels); this project's MachineSet
 # controller does, from the template's provider spec (machine_controller/controllers/capacity.py).
 ANNOTATION_VCPU = "machine.openshift.io/vCPU"
 ANNOTATION_MEMORY_MB = "machine.openshift.io/memoryMb"
 ANNOTATION_GPU = "machine.openshift.io/GPU"
 ANNOTATION_MAX_PODS = "machine.openshift.io/maxPods"
-# The upstream spellings of the same hints (autoscaler-and-controlplane A5): cluster-autoscaler from
+# The upstream spellings of the same hints (docs/compatibility.md#autoscaler): cluster-autoscaler from
 # release-4.19 prefers them, older OpenShift forks read only the machine.openshift.io ones, so both are written.
 CAPACITY_PREFIX = "capacity.cluster-autoscaler.kubernetes.io/"
 ANNOTATION_CAPACITY_CPU = CAPACITY_PREFIX + "cpu"  # a quantity: whole vCPUs

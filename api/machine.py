@@ -1,4 +1,4 @@
-"""machine.openshift.io/v1beta1 Machine (reference 1.1)."""
+"""machine.openshift.io/v1beta1 Machine (docs/compatibility.md#object-shapes)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from api.meta import (
 
 
 class MachinePhase(StrEnum):
-    """The only phases MAO ever writes; an empty phase means "never reconciled" (reference 3.1)."""
+    """The only phases MAO ever writes; an empty phase means "never reconciled" (docs/compatibility.md#machine-phases)."""
 
     PROVISIONING = "Provisioning"
     PROVISIONED = "Provisioned"
@@ -32,7 +32,7 @@ class MachinePhase(StrEnum):
 
 
 class MachineErrorReason(StrEnum):
-    """Machine.status.errorReason values (reference 1.1)."""
+    """Machine.status.errorReason values (docs/compatibility.md#object-shapes)."""
 
     INVALID_CONFIGURATION = "InvalidConfiguration"
     UNSUPPORTED_CHANGE = "UnsupportedChange"
@@ -107,7 +107,7 @@ class LifecycleHooks(JSONObject):
 @dataclass
 class ProviderSpec(JSONObject):
     # Raw provider configuration (RawExtension); for oVirt an OvirtMachineProviderSpec, parsed and validated by
-    # api.provider_spec / api.validation, never by the API server (reference 4.1 note).
+    # api.provider_spec / api.validation, never by the API server (docs/compatibility.md#provider-spec).
     value: dict[str, Any] | None = prop(
         "value",
         default=None,
@@ -232,5 +232,5 @@ class Machine(KubeObject):
 
     @property
     def cluster_id(self) -> str:
-        """The infra ID label the machine controller requires (reference 3.1 step 3)."""
+        """The infra ID label the machine controller requires (docs/compatibility.md#machine-phases)."""
         return self.metadata.labels.get(keys.LABEL_CLUSTER, "")

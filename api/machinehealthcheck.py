@@ -1,4 +1,4 @@
-"""machine.openshift.io/v1beta1 MachineHealthCheck (reference 1.3, 3.4) and its int-or-percent and duration
+"""machine.openshift.io/v1beta1 MachineHealthCheck (docs/compatibility.md#object-shapes) and its int-or-percent and duration
 helpers."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class MachineHealthCheck(KubeObject):
 
 
 def max_unhealthy_count(value: int | str | None, total: int) -> int:
-    """How many unhealthy machines `maxUnhealthy` allows out of `total` (reference 3.4 step 4).
+    """How many unhealthy machines `maxUnhealthy` allows out of `total` (docs/compatibility.md#machinehealthcheck).
 
     None means "no limit" (= total); an integer is taken as is; "N%" is floor(N * total / 100); a negative
     result becomes 0. Like intstr.GetScaledValueFromIntOrPercent, a string without "%" (which the CRD pattern

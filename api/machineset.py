@@ -1,4 +1,4 @@
-"""machine.openshift.io/v1beta1 MachineSet (reference 1.2)."""
+"""machine.openshift.io/v1beta1 MachineSet (docs/compatibility.md#object-shapes)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ _INT32 = {"format": "int32"}
 
 
 class DeletePolicy(StrEnum):
-    """Scale-down victim ordering (reference 3.2). An absent deletePolicy means RANDOM; the CRD enum has
+    """Scale-down victim ordering (docs/compatibility.md#machinesets). An absent deletePolicy means RANDOM; the CRD enum has
     only these three values, so an explicit empty string is rejected by the API server, as on OpenShift."""
 
     RANDOM = "Random"
@@ -73,7 +73,7 @@ class MachineSetSpec(JSONObject):
         return DeletePolicy(self.delete_policy) if self.delete_policy else DeletePolicy.RANDOM
 
     def selector_problems(self) -> list[str]:
-        """Why the MachineSet controller must refuse this spec (reference 3.2 step 2): the selector is
+        """Why the MachineSet controller must refuse this spec (docs/compatibility.md#machinesets): the selector is
         malformed, empty (it would adopt every Machine in the namespace) or does not select the Machines
         the template creates (they would be created forever). Empty list when usable."""
         problems = [f"spec.selector.{p}" for p in self.selector.problems()]

@@ -84,7 +84,7 @@ class EmbeddedObjectMeta(JSONObject):
     """The reduced ObjectMeta of machine/v1beta1 used inside MachineSpec and MachineTemplateSpec.
 
     Only labels and annotations matter: the MachineSet copies them onto new Machines and nodelink copies a
-    Machine's spec.metadata onto its Node (reference 1.1, 3.3).
+    Machine's spec.metadata onto its Node (docs/compatibility.md#object-shapes).
     """
 
     name: str = prop("name", default="", doc="Name of the object.")
@@ -261,7 +261,7 @@ class ConditionSeverity(StrEnum):
 
 @dataclass
 class Condition(JSONObject):
-    """machine/v1beta1 Condition (reference 1.1). `severity` is only meaningful when status is False."""
+    """machine/v1beta1 Condition (docs/compatibility.md#object-shapes). `severity` is only meaningful when status is False."""
 
     type: str = prop("type", default="", required=True, doc="Type of condition in CamelCase.")
     status: str = prop("status", default="", required=True, doc="One of True, False, Unknown.")
@@ -305,7 +305,7 @@ def get_condition(conditions: list[Condition], type_: str) -> Condition | None:
 def set_condition(
     conditions: list[Condition], condition: Condition, at: _dt.datetime | None = None
 ) -> list[Condition]:
-    """Return `conditions` with `condition` set, as MAO's conditions.Set does (reference 1.4).
+    """Return `conditions` with `condition` set, as MAO's conditions.Set does (docs/compatibility.md#object-shapes).
 
     If a condition of that type exists with equal status/reason/severity/message, its lastTransitionTime is
     kept; otherwise the new one gets lastTransitionTime = `at` (default: now, UTC, whole seconds). The result
@@ -331,7 +331,7 @@ class TaintEffect(StrEnum):
 
 @dataclass
 class Taint(JSONObject):
-    """core/v1 Taint, added to the Node additively by nodelink (reference 3.3)."""
+    """core/v1 Taint, added to the Node additively by nodelink (docs/compatibility.md#nodelink)."""
 
     key: str = prop("key", default="", required=True, doc="The taint key.")
     value: str = prop("value", default="", doc="The taint value.")
@@ -351,7 +351,7 @@ class AddressType(StrEnum):
 
 @dataclass
 class NodeAddress(JSONObject):
-    """core/v1 NodeAddress; the machine approver matches CSRs against these (reference 3.6)."""
+    """core/v1 NodeAddress; the machine approver matches CSRs against these (docs/compatibility.md#status)."""
 
     type: str = prop("type", default="", required=True, doc="InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.")
     address: str = prop("address", default="", required=True, doc="The address.")

@@ -1,5 +1,5 @@
 """OvirtMachineProviderSpec / OvirtMachineProviderStatus (`ovirtproviderconfig.machine.openshift.io/v1beta1`,
-reference 4.1): the raw `spec.providerSpec.value` of an oVirt Machine and its `status.providerStatus`.
+docs/compatibility.md#provider-spec): the raw `spec.providerSpec.value` of an oVirt Machine and its `status.providerStatus`.
 
 The JSON keys are those of cluster-api-provider-ovirt: snake_case for the VM settings, camelCase for the two
 secret references. The Go actuator YAML-unmarshals the raw value, so JSON and YAML are both accepted and
@@ -44,7 +44,7 @@ class DiskFormat(StrEnum):
     COW = "cow"
 
 
-# KiB page sizes the engine supports as the `hugepages` custom property; 0 = none (reference 4.1).
+# KiB page sizes the engine supports as the `hugepages` custom property; 0 = none (docs/compatibility.md#provider-spec).
 HUGEPAGES_SIZES = (0, 2048, 1048576)
 
 
@@ -103,7 +103,7 @@ class OvirtMachineProviderSpec(JSONObject):
     @property
     def effective_clone(self) -> bool:
         """Whether template disks are cloned: `clone` if set, else false for desktop VMs and true otherwise
-        (reference 4.1, BZ 2082535)."""
+        (docs/compatibility.md#provider-spec, BZ 2082535)."""
         if self.clone is not None:
             return self.clone
         return self.type != VMType.DESKTOP
@@ -116,7 +116,7 @@ class OvirtMachineProviderSpec(JSONObject):
 @dataclass
 class OvirtMachineProviderStatus(JSONObject):
     """Written to Machine.status.providerStatus. MAO rewrites `instanceState` to "Unknown" when the Machine
-    fails (reference 3.1), so the key must stay exactly this."""
+    fails (docs/compatibility.md#machine-phases), so the key must stay exactly this."""
 
     instance_id: str | None = prop("instanceId", default=None)
     instance_state: str | None = prop("instanceState", default=None)
@@ -144,7 +144,7 @@ def parse_provider_spec(raw: bytes | str | Mapping[str, Any] | None) -> OvirtMac
     """Parse a providerSpec value given as JSON/YAML text or an already-decoded mapping.
 
     Unknown keys are ignored. A missing value, a non-object document or a value of the wrong JSON type raise
-    InvalidProviderSpec (the actuator turns it into an InvalidConfiguration failure, reference 4.3).
+    InvalidProviderSpec (the actuator turns it into an InvalidConfiguration failure, docs/compatibility.md#creating-a-vm).
     """
     data = _load(raw)
     if data is None:

@@ -1,4 +1,4 @@
-"""Validation of an OvirtMachineProviderSpec before any oVirt call (reference 4.2), reporting every problem.
+"""Validation of an OvirtMachineProviderSpec before any oVirt call (docs/compatibility.md#provider-spec), reporting every problem.
 
 The rules of the Go actuator's validations.go, in its order, plus those a careful implementation adds where
 the Go code lets a bad spec through to a confusing engine fault or silently ignores a setting:

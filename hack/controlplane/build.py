@@ -4,7 +4,7 @@
 modules at v0.0.0 through `replace ... => ./staging/...` lines, which only the main module may carry
 (kubernetes/kubernetes#79384). So we write a small wrapper module that requires k8s.io/kubernetes and replaces
 every staging module with its published v0.<minor>.<patch> twin, then `go build` the commands from it
-(reference autoscaler-and-controlplane.md B2). etcd is built the same way from go.etcd.io/etcd/server/v3,
+(docs/architecture.md#the-test-bed). etcd is built the same way from go.etcd.io/etcd/server/v3,
 with a one-line main that calls its etcdmain package.
 
 The binaries land in $OMC_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/ovirt-machine-controller), keyed by

@@ -1,7 +1,7 @@
 """A simulator of the oVirt engine REST API (v4), good enough for the unmodified Python SDK.
 
 Every test of this project that needs an oVirt engine talks to this program over HTTP(S), exactly
-as the controller talks to a real engine (reference `ovirt-api.md` section 13 is the contract).
+as the controller talks to a real engine (docs/compatibility.md#simulator).
 
 Module map (one home per concept):
 
@@ -14,9 +14,9 @@ Module map (one home per concept):
 * `xmlio`             -- request parsing and response rendering with the SDK's own readers/writers
 * `errors`            -- `ApiError` and the engine's fault messages
 * `store`             -- the inventory (tables of SDK model objects) and the timeline of pending transitions
-* `statemachine`      -- VM/disk status transitions and the matrix of refused actions (ref 6.3)
-* `scheduler`         -- host selection against capacity and affinity groups (ref 9)
-* `search`            -- the engine's search language (ref 4)
+* `statemachine`      -- VM/disk status transitions and the matrix of refused actions (docs/compatibility.md#vm-states)
+* `scheduler`         -- host selection against capacity and affinity groups (docs/compatibility.md#affinity-groups)
+* `search`            -- the engine's search language (docs/compatibility.md#listing-and-search)
 * `seed`              -- the default inventory (data center, cluster, hosts, storage, RHCOS template)
 * `resources/*`       -- the API handlers, one module per family of collections
 * `guest`             -- what runs inside a VM: guest agent IPs, Ignition, the Kubernetes Node, block devices

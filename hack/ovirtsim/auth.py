@@ -1,4 +1,4 @@
-"""SSO tokens: the token endpoint, logout, and the Bearer check on every API call (ref ovirt-api 1.1, 13.1).
+"""SSO tokens: the token endpoint, logout, and the Bearer check on every API call (docs/compatibility.md#simulator).
 
 A token unknown to the engine (expired, revoked, or issued before a restart) is answered with 401, which the SDK
 handles by logging in again and replaying the request once (`Connection.__wait`).

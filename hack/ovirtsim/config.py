@@ -25,7 +25,7 @@ class Profile(str, Enum):
 
 @dataclass
 class Timings:
-    """Seconds each asynchronous engine operation takes (ref ovirt-api 6.2 and 13.3).
+    """Seconds each asynchronous engine operation takes (docs/compatibility.md#vm-states).
 
     `fast` keeps the order of events of a real engine but compresses it for tests; `realtime` is close to
     what an engine on real hosts shows (clone of a 16 GiB RHCOS disk, boot of RHCOS, guest agent start).

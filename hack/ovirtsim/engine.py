@@ -132,7 +132,7 @@ class Engine:
                 job.end_time = job.last_updated = utcnow()
         store.dirty = True
 
-    # -- jobs (ref 10) --------------------------------------------------------------------------------------
+    # -- jobs (docs/compatibility.md#correlation-ids) --------------------------------------------------------------------------------------
     def add_job(self, req: ApiRequest, description: str, duration: float = 0.0) -> types.Job:
         now = utcnow()
         job = types.Job(id=new_id(), description=description, status=types.JobStatus.STARTED,
@@ -204,7 +204,7 @@ class Engine:
 
 
 def api_relative(path: str) -> str | None:
-    """`/ovirt-engine/api/vms` -> `/vms`; the `/v4` variant is accepted too (ref 1.2)."""
+    """`/ovirt-engine/api/vms` -> `/vms`; the `/v4` variant is accepted too (docs/compatibility.md#simulator)."""
     for prefix in (API_PREFIX + "/v4", API_PREFIX):
         if path == prefix:
             return "/"

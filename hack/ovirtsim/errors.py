@@ -1,7 +1,7 @@
 """Errors the API answers with, and the engine's own message texts.
 
 The engine renders a backend validation failure as reason `Operation Failed` with the translated messages as a
-Java list, i.e. in square brackets (ref ovirt-api 2.2). The HTTP status comes from the message's error type:
+Java list, i.e. in square brackets (docs/compatibility.md#engine-faults-and-retries). The HTTP status comes from the message's error type:
 CONFLICT -> 409, BAD_PARAMETERS -> 400. Message texts are `AppErrors.properties` after substitution.
 """
 

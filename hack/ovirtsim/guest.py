@@ -1,17 +1,17 @@
 """What runs inside a simulated VM: the guest agent, Ignition, the kubelet's Node, and the disks it sees.
 
-* Guest agent (ref ovirt-api 7): once the VM is `up` and the agent has started, it reports `eth<i>` per plugged NIC
+* Guest agent (docs/compatibility.md#status): once the VM is `up` and the agent has started, it reports `eth<i>` per plugged NIC
   (a unique IPv4 and the IPv6 link-local derived from the MAC) and `lo`. An RHCOS guest whose Ignition config was
   missing or invalid never gets past the initramfs, so it has no agent: no IPs, and it never joins.
-* Initialization at start (ref 6.1, `RunVmCommand.updateVmInit`): at most one of use_sysprep/use_cloud_init/
+* Initialization at start (docs/compatibility.md#vm-states): at most one of use_sysprep/use_cloud_init/
   use_ignition; none given -> on first boot with init data, Ignition for Ignition OSes (`rhcos_x64`).
-* Node join (task brief): with a kubeconfig, a provisioned guest's kubelet registers the Node named after the VM's
+* Node join (docs/compatibility.md#simulator): with a kubeconfig, a provisioned guest's kubelet registers the Node named after the VM's
   host name, with InternalIP/Hostname addresses, capacity from the VM and `nodeInfo.systemUUID` = VM id (the SMBIOS
-  UUID oVirt gives the guest, ref storage 2.3); it renews the Ready heartbeat while the VM is up. `spec.providerID`
-  is left to the providerID controller (ref machine-api 5). A gracefully stopped guest posts Ready=False; a crashed,
+  UUID oVirt gives the guest, docs/compatibility.md#disks); it renews the Ready heartbeat while the VM is up. `spec.providerID`
+  is left to the providerID controller (docs/compatibility.md#node-controllers). A gracefully stopped guest posts Ready=False; a crashed,
   killed or removed one goes silent and its Node becomes Ready=Unknown after the grace period, as the node
   lifecycle controller does; so does a powered-off one (`stop`), whose kubelet had no chance to say goodbye.
-* Block devices (ref storage 2.5): every active disk attachment is a disk of the guest whose serial is the disk id
+* Block devices (docs/compatibility.md#disks): every active disk attachment is a disk of the guest whose serial is the disk id
   (virtio-blk truncates serials to 20 bytes), with the `/dev/disk/by-id` links RHCOS's udev creates.
 """
 

@@ -22,7 +22,7 @@ _CORRELATION_STRIP = re.compile(r"[^0-9a-zA-Z_-]")
 
 
 def correlation_id(headers: dict[str, str], query: dict[str, str]) -> str:
-    """Header first, then query parameter, else random; stripped to [0-9a-zA-Z_-], max 36 chars (ref 10)."""
+    """Header first, then query parameter, else random; stripped to [0-9a-zA-Z_-], max 36 chars (docs/compatibility.md#correlation-ids)."""
     raw = headers.get("correlation-id") or query.get("correlation_id") or str(uuid.uuid4())
     return _CORRELATION_STRIP.sub("", raw)[:36]
 
@@ -40,7 +40,7 @@ class ApiRequest:
     action: Any = None  # the parsed `<action>` of an action endpoint
 
     def flag(self, name: str, default: bool = False) -> bool:
-        """Boolean query parameter; present without a value means true (engine rule, ref 13.1 item 10)."""
+        """Boolean query parameter; present without a value means true (engine rule, docs/compatibility.md#simulator)."""
         if name not in self.query:
             return default
         value = self.query[name].strip().lower()

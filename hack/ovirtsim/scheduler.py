@@ -1,4 +1,4 @@
-"""Host selection at VM start: capacity filters and enforcing affinity groups (ref ovirt-api 9).
+"""Host selection at VM start: capacity filters and enforcing affinity groups (docs/compatibility.md#affinity-groups).
 
 The engine runs filter policy units over the cluster's hosts and answers 409
 `[Cannot run VM. There is no host that satisfies current scheduling constraints. See below for details:, ...]`

@@ -1,4 +1,4 @@
-"""The engine's search language, as far as clients use it (ref ovirt-api 4).
+"""The engine's search language, as far as clients use it (docs/compatibility.md#listing-and-search).
 
 `criteria [sortby field [asc|desc]] [page N]`; criteria are `field op value` joined by `and`/`or` (`and` binds
 tighter); operators `= != < > <= >=`; `*` is a wildcard; values may be double-quoted (ansible always quotes,

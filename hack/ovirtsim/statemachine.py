@@ -1,7 +1,7 @@
 """The engine's VM status machine: which action is refused in which status, and the timed transitions.
 
-The matrix is `common/ActionUtils.java` plus each command's `validate()` (ref ovirt-api 6.3); the messages are those
-of 2.2. Transitions (ref 6.2) are scheduled on the store's timeline with the profile's timings:
+The matrix is `common/ActionUtils.java` plus each command's `validate()` (docs/compatibility.md#vm-states); the messages are those
+of 2.2. Transitions (docs/compatibility.md#vm-states) are scheduled on the store's timeline with the profile's timings:
 
     create  -> image_locked -> down
     start   -> wait_for_launch -> powering_up -> up
@@ -43,7 +43,7 @@ GUEST_RUNNING = {S.POWERING_UP, S.UP, S.REBOOT_IN_PROGRESS, S.MIGRATING}
 
 
 def check(action: VmAction, status: S, force: bool = False) -> None:
-    """Raise the engine's 409 if `action` is refused in `status` (ref 6.3)."""
+    """Raise the engine's 409 if `action` is refused in `status` (docs/compatibility.md#vm-states)."""
     verb = action.value
     if action is VmAction.START:
         if status in (S.DOWN, S.PAUSED, S.SUSPENDED):
@@ -124,7 +124,7 @@ def begin_start(store: Store, vm: types.Vm, host: types.Host, t: Timings, guest_
     vm.stop_time = None
     store.schedule(t.wait_for_launch, "vm", vm.id, S.POWERING_UP.value, gen)
     store.schedule(t.wait_for_launch + t.powering_up, "vm", vm.id, S.UP.value, gen)
-    # The guest agent starts some time after the engine shows `up` (ref 7: IPs only from the agent).
+    # The guest agent starts some time after the engine shows `up` (docs/compatibility.md#status).
     rt.guest_agent_at = (time.time() + t.wait_for_launch + t.powering_up + t.guest_agent) if guest_agent else None
 
 

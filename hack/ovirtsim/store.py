@@ -105,7 +105,7 @@ class Table:
 
 
 class InitMode(str, Enum):
-    """What the guest received at first boot (ref ovirt-api 6.1, `RunVmCommand.updateVmInit`)."""
+    """What the guest received at first boot (docs/compatibility.md#vm-states)."""
 
     NONE = "none"
     IGNITION = "ignition"
@@ -159,7 +159,7 @@ class RuntimeState:
     storage: dict[str, StorageRuntime] = field(default_factory=dict)
     nic_ips: dict[str, str] = field(default_factory=dict)  # VM NIC id -> the IPv4 its guest gets
     vm_tags: dict[str, list[str]] = field(default_factory=dict)  # VM id -> tag ids
-    job_correlation: dict[str, str] = field(default_factory=dict)  # job id -> correlation id (ref 10)
+    job_correlation: dict[str, str] = field(default_factory=dict)  # job id -> correlation id (docs/compatibility.md#correlation-ids)
     counters: Counters = field(default_factory=Counters)
 
 

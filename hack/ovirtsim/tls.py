@@ -1,5 +1,5 @@
 """A throw-away CA and a server certificate for 127.0.0.1/localhost, so clients can test both CA-file
-verification and `insecure=True` (the engine's own PKI is a CA file clients download, ref ovirt-api 1.2)."""
+verification and `insecure=True` (the engine's own PKI is a CA file clients download, docs/compatibility.md#simulator)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Request parsing and response rendering with the SDK's own readers and writers (ref ovirt-api 13.2).
+"""Request parsing and response rendering with the SDK's own readers and writers (docs/compatibility.md#simulator).
 
 The SDK's `Reader.read` picks the type from the root tag, exactly as the client does. Responses are written by
 the SDK's generated per-type writers (`VmWriter.write_one`, ... registered in `Writer._writers`), so element names
@@ -27,7 +27,7 @@ from hack.ovirtsim.errors import ApiError
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
 # Sub-collections the simulator serves, by entity type: these become `<link rel>` elements. Rel names are the
-# lower-case path segments of the model (ref ovirt-api 4, `VmReader._process_link`).
+# lower-case path segments of the model (docs/compatibility.md#listing-and-search).
 SUBCOLLECTIONS: dict[type, tuple[str, ...]] = {
     types.Vm: ("cdroms", "diskattachments", "graphicsconsoles", "nics", "numanodes", "permissions", "reporteddevices",
                "snapshots", "tags", "watchdogs"),
@@ -159,7 +159,7 @@ def render_list(objs: Iterable[Any], root: str, skip_links: Iterable[str] = ()) 
 
 def render_action(action: types.Action | None = None, status: str = "complete",
                   job: types.Job | None = None) -> str:
-    """The engine echoes the request's action with `status` set (ref ovirt-api 6.1)."""
+    """The engine echoes the request's action with `status` set (docs/compatibility.md#vm-states)."""
     reply = action if action is not None else types.Action()
     reply.status = status
     reply.fault = None

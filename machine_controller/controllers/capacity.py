@@ -1,12 +1,12 @@
-"""Scale-from-zero capacity of a MachineSet, from its template's oVirt provider spec (autoscaler-and-controlplane
-A5, A9). Pure: the reconciler writes the result onto the MachineSet.
+"""Scale-from-zero capacity of a MachineSet, from its template's oVirt provider spec
+(docs/compatibility.md#autoscaler). Pure: the reconciler writes the result onto the MachineSet.
 
 cluster-autoscaler considers a MachineSet with 0 replicas only if it can build a template node, which needs CPU
 and memory; it reads them from annotations on the MachineSet. OpenShift's forks up to release-4.18 read the
 `machine.openshift.io/*` keys, newer ones prefer the upstream `capacity.cluster-autoscaler.kubernetes.io/*` keys,
 so both spellings are written, with the same values.
 
-- vCPU = sockets * cores * threads of `cpu` (the VM topology the actuator sends, reference 4.1).
+- vCPU = sockets * cores * threads of `cpu` (the VM topology the actuator sends, docs/compatibility.md#provider-spec).
 - memory = `memory_mb` MiB (the actuator sends memory_mb * 2^20 bytes): `memoryMb` is an integer MiB, the
   upstream `memory` a quantity in Mi.
 - maxPods = 250: OpenShift's kubelet config sets maxPods 250, while the autoscaler assumes 110 without the key.

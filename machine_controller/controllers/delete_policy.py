@@ -1,5 +1,5 @@
-"""Which Machines a MachineSet deletes when it scales down (reference machine-api.md 3.2 "Delete policies",
-autoscaler-and-controlplane.md A3). Pure functions over parsed Machines; the reconciler does the deleting.
+"""Which Machines a MachineSet deletes when it scales down (docs/compatibility.md#machinesets "Delete policies",
+docs/compatibility.md#autoscaler). Pure functions over parsed Machines; the reconciler does the deleting.
 
 MAO gives every Machine a float priority and sorts with Go's unstable `sort.Sort`, so equal priorities come out
 in an arbitrary order, and under its release-4.13 `Oldest` formula a very old healthy Machine ties with one the

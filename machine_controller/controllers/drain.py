@@ -1,5 +1,5 @@
 """Draining a Node before its VM goes, as `kubectl drain --force --ignore-daemonsets --delete-emptydir-data`
-does and MAO configures it (reference machine-api.md 3.1): cordon, then evict every pod through the Eviction
+does and MAO configures it (docs/compatibility.md#machine-phases): cordon, then evict every pod through the Eviction
 API so PodDisruptionBudgets are honoured. Never waits: each call makes progress and says whether the node is
 empty yet; the caller requeues.
 

@@ -269,7 +269,7 @@ class MachineReconciler:
             raise
 
     def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
-        # MAO marks the instance state Unknown in both places when a Machine fails (reference 3.1 updateStatus).
+        # MAO marks the instance state Unknown in both places when a Machine fails (docs/compatibility.md#machine-phases).
         self._annotate(obj, machine, {keys.ANNOTATION_INSTANCE_STATE: keys.INSTANCE_STATE_UNKNOWN})
         provider_status = dict(machine.status.provider_status or {})
         if "instanceState" in provider_status:
@@ -289,7 +289,7 @@ class MachineReconciler:
         status: dict[str, Any] = {
             "phase": phase,
             "conditions": [c.to_dict() for c in merged],
-            # MAO clears the error fields on every write and sets them only for Failed (reference 3.1).
+            # MAO clears the error fields on every write and sets them only for Failed (docs/compatibility.md#machine-phases).
             "errorReason": error_reason if phase == MachinePhase.FAILED else None,
             "errorMessage": error_message if phase == MachinePhase.FAILED else None,
         }

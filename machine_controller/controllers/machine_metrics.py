@@ -1,4 +1,4 @@
-"""The Machine API operator's metric names (reference machine-api.md 3.5), so OpenShift's dashboards and alerts
+"""The Machine API operator's metric names (docs/compatibility.md#metrics), so OpenShift's dashboards and alerts
 (MachineWithNoRunningPhase, MachineWithoutValidNode, ...) work unchanged."""
 
 from __future__ import annotations

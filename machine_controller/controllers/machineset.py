@@ -1,6 +1,6 @@
-"""The MachineSet controller (reference machine-api.md 3.2): keeps `spec.replicas` Machines built from the template,
+"""The MachineSet controller (docs/compatibility.md#machinesets): keeps `spec.replicas` Machines built from the template,
 deletes the ones the delete policy picks, adopts matching orphans, reports status for `kubectl get` and the scale
-subresource, and carries the autoscaler's scale-from-zero capacity annotations (autoscaler-and-controlplane A9).
+subresource, and carries the autoscaler's scale-from-zero capacity annotations (docs/compatibility.md#autoscaler).
 
 Differences from MAO, and why:
 - MAO polls up to 10 s per Machine inside the reconcile until the cache shows its creates and deletes; here the
@@ -265,7 +265,7 @@ class MachineSetReconciler:
 
     def _check_autoscaler_bounds(self, obj: dict) -> None:
         """The min/max annotations belong to the autoscaler (via MachineAutoscaler): it refuses to scale outside
-        them and skips a group whose bounds do not parse (autoscaler-and-controlplane A1, A2). The controller
+        them and skips a group whose bounds do not parse (docs/compatibility.md#autoscaler). The controller
         does not clamp `spec.replicas` to them, as MAO does not: a manual `kubectl scale` stays possible. It only
         says, with a Warning, why the autoscaler will ignore the set."""
         problem = autoscaler_bounds_problem((obj["metadata"].get("annotations") or {}))

@@ -1,4 +1,4 @@
-"""The Machine API operator's MachineSet gauges (reference machine-api.md 3.5), derived from the informer cache
+"""The Machine API operator's MachineSet gauges (docs/compatibility.md#metrics), derived from the informer cache
 at scrape time by `mao_metrics.MaoCollector`, so OpenShift's dashboards and alerts work unchanged."""
 
 from __future__ import annotations

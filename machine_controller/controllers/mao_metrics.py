@@ -1,4 +1,4 @@
-"""The Machine API operator's cache-derived gauges (reference machine-api.md 3.5), computed at scrape time from
+"""The Machine API operator's cache-derived gauges (docs/compatibility.md#metrics), computed at scrape time from
 the informer caches, as MAO's collector lists objects.
 
 `mapi_mao_collector_up{kind}` is one family for every kind: a registry must not yield two families of one name

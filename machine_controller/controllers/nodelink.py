@@ -1,4 +1,4 @@
-"""Nodelink (reference machine-api.md 3.3): each Node is matched to its Machine, by providerID first and then by
+"""Nodelink (docs/compatibility.md#nodelink): each Node is matched to its Machine, by providerID first and then by
 InternalIP; the Machine gets `status.nodeRef`, the Node gets the `machine.openshift.io/machine` annotation and
 the Machine's `spec.metadata` labels/annotations and `spec.taints` (added, never removed)."""
 

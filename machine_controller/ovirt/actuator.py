@@ -5,7 +5,7 @@ No call waits for the engine. Provisioning and deletion are resumable step machi
 where the VM is, does the next idempotent step(s) and says how long to wait before looking again. A VM left
 half-built by an earlier attempt or a killed controller is therefore found (by its id once known, else by
 its exact name: oVirt refuses a second VM of the same name) and finished, never duplicated and never left
-stopped (reference machine-api.md 6.2 item 1, which this fixes).
+stopped (docs/compatibility.md#go-provider-defects).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ _RUNNING = {types.VmStatus.UP, types.VmStatus.MIGRATING}
 class Timing:
     """How long, at most, to wait before looking again at a VM in each kind of state. The first look comes after
     `first_poll_s` and the interval doubles while the VM stays in the same state, up to these caps: a fast engine is
-    followed closely, a slow one is not flooded (the Go client polled at 1, 3, 7, 15... s, reference 4.8)."""
+    followed closely, a slow one is not flooded (the Go client polled at 1, 3, 7, 15... s, docs/compatibility.md#engine-faults-and-retries)."""
 
     first_poll_s: float = 0.25
     locked_s: float = 5.0
@@ -277,7 +277,7 @@ class OvirtActuator:
             raise MissingDependencyError(f"oVirt tag {tag!r} (the cluster's infra ID) not found")
 
     def _configure(self, machine: Machine, spec: OvirtMachineProviderSpec, vm: types.Vm) -> Progress | None:
-        """Bring a stopped VM to the spec, step by idempotent step (reference 4.3 steps 7-12). Returns what is
+        """Bring a stopped VM to the spec, step by idempotent step (docs/compatibility.md#creating-a-vm). Returns what is
         awaited, or None when the VM is ready to start."""
         # The steps that do not wait go first, and are done once per VM in this process (a restarted controller
         # checks them again: each is idempotent); the OS disk, which may have to be waited for, comes last.
@@ -329,7 +329,7 @@ class OvirtActuator:
 
     def _reconcile_nics(self, spec: OvirtMachineProviderSpec, vm: types.Vm) -> None:
         if not spec.network_interfaces:
-            return  # the template's NICs are kept (reference 4.1)
+            return  # the template's NICs are kept (docs/compatibility.md#provider-spec)
         wanted = {f"nic{i + 1}": n.vnic_profile_id for i, n in enumerate(spec.network_interfaces)}
         current = self.client.nics(vm.id)
         for nic in current:

@@ -1,4 +1,4 @@
-"""Machine addresses from the guest agent's reported devices (reference machine-api.md 4.5, 6.2 items 3-4).
+"""Machine addresses from the guest agent's reported devices (docs/compatibility.md#status).
 
 The Go actuator took the first IP of a random interface, kept IPv6 link-local and wrote an empty InternalIP
 when nothing was reported. Here: every usable address, in a stable order, never an empty one.

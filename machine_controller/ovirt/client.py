@@ -188,7 +188,7 @@ class OvirtClient:
             try:
                 svc.add(types.Vm(id=vm_id))
             except sdk.Error as e:
-                # Engines answer this POST with <action> instead of <vm> (BZ 1931932, reference 4.3 step 12):
+                # Engines answer this POST with <action> instead of <vm> (BZ 1931932, docs/compatibility.md#creating-a-vm):
                 # the VM was added all the same.
                 if "got Action" not in str(e) and "Action" not in str(e).split("but got")[-1]:
                     raise

@@ -4,7 +4,7 @@ An `ovirtsdk4.Connection` drives a single libcurl handle and is not safe to use 
 workers borrow whole connections from the pool and give them back. Each connection keeps its SSO token and
 its HTTP keep-alive, so a steady state costs no logins; the SDK itself logs in again on a 401.
 
-Credentials are swapped live (the secret can be rotated without a restart, reference machine-api.md 4.7):
+Credentials are swapped live (the secret can be rotated without a restart, docs/compatibility.md#credentials):
 `set_credentials` bumps a generation, idle connections of an older generation are closed at once, borrowed
 ones when they come back.
 """
@@ -120,7 +120,7 @@ class ConnectionPool:
     @staticmethod
     def _write_ca(creds: OvirtCredentials) -> str | None:
         """One CA file for libcurl: the secret's CA file and bundle plus the system roots, since OpenShift trusts
-        all three (reference 4.7) and libcurl takes a single file."""
+        all three (docs/compatibility.md#credentials) and libcurl takes a single file."""
         if creds.insecure or not (creds.ca_file or creds.ca_bundle):
             return None
         parts: list[str] = []

@@ -1,4 +1,4 @@
-"""The oVirt credentials secret, exactly as OpenShift ships it (reference machine-api.md 4.7).
+"""The oVirt credentials secret, exactly as OpenShift ships it (docs/compatibility.md#credentials).
 
 `openshift-machine-api/ovirt-credentials` carries six string keys, produced by the cloud-credential-operator:
 ovirt_url, ovirt_username, ovirt_password, ovirt_cafile, ovirt_insecure, ovirt_ca_bundle. `ovirt_insecure`

@@ -1,7 +1,7 @@
 """What an oVirt failure means, decided once, here, where the engine's faults are understood.
 
 The controllers never look at HTTP codes or fault texts: they see one of these classes. Reference
-ovirt-api.md 2.1/2.2 gives what the SDK raises and what the engine sends; machine-api.md 4.8 lists which
+docs/compatibility.md#engine-faults-and-retries tells what the SDK raises and what the engine sends, and which
 engine conditions the Go client retried.
 """
 
@@ -95,7 +95,7 @@ def _describe(err: sdk.Error) -> str:
     if fault is not None and (fault.reason or fault.detail):
         detail = (fault.detail or "").strip()
         if detail.startswith("[") and detail.endswith("]"):
-            detail = detail[1:-1]  # the engine renders its message list as a Java list (reference 2.2)
+            detail = detail[1:-1]  # the engine renders its message list as a Java list (docs/compatibility.md#annotations-and-labels)
         reason = fault.reason or ""
         return f"{reason}: {detail} (HTTP {err.code})" if detail else f"{reason} (HTTP {err.code})"
     return str(err)

@@ -1,7 +1,6 @@
-"""The oVirt VM a provider spec asks for, as SDK types: what `POST /vms` sends (reference machine-api.md 4.3
-step 4, ovirt-api.md 5.1). Pure: every id it needs is resolved by the caller.
+"""The oVirt VM a provider spec asks for, as SDK types: what `POST /vms` sends (docs/compatibility.md#creating-a-vm). Pure: every id it needs is resolved by the caller.
 
-Where the Go actuator lost settings, this keeps them (reference 6.2): a high_performance VM keeps its CPU
+Where the Go actuator lost settings, this keeps them (docs/compatibility.md#go-provider-defects): a high_performance VM keeps its CPU
 topology and guaranteed memory, and sparse/format/storage domain apply to every template disk.
 """
 

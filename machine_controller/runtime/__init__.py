@@ -1,5 +1,5 @@
 """Generic controller machinery: informers, work queue, controller loop, leader election, events, health and
-metrics, logging. Knows nothing of oVirt or Machines (layering: STYLE.md; enforced by import-linter).
+metrics, logging. Knows nothing of oVirt or Machines (layering: docs/architecture.md; enforced by import-linter).
 
 Module map:
 - `kube`: `Resource` (group/version/plural/kind → REST paths), `Rest` (JSON requests through an ApiClient),

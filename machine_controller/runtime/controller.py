@@ -1,4 +1,4 @@
-"""The controller loop: N workers pop keys from a WorkQueue and call `reconcile(key)` (STYLE.md, reference C3).
+"""The controller loop: N workers pop keys from a WorkQueue and call `reconcile(key)` docs/architecture.md, docs/compatibility.md#kubernetes-api).
 
 Reconcile is level-triggered: it receives only the key and reads the current object from an informer cache. It
 never sleeps waiting for the outside world; it returns `Result(requeue_after=...)` instead, so a slow VM holds no

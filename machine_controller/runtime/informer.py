@@ -1,5 +1,5 @@
 """A shared informer: LIST, then WATCH from the list's resourceVersion, keeping a cache of plain dicts and calling
-event handlers (client-go's Reflector + Indexer + SharedInformer, reference C2).
+event handlers (client-go's Reflector + Indexer + SharedInformer, docs/compatibility.md#kubernetes-api).
 
 Why not `kubernetes.watch.Watch`: on an ERROR 410 it silently retries once with the RV it already had, and with
 `timeout_seconds` it never reconnects; either way the caller cannot tell "the stream ended" from "my RV is gone and

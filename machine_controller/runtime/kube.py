@@ -225,7 +225,7 @@ class Stream:
 def patch_status(rest: Rest, resource: Resource, obj: dict[str, Any], status: dict[str, Any],
                  resource_version: str | None = None) -> dict[str, Any]:
     """Merge-patch `/status`. With `resource_version` the patch fails with 409 if the object moved on, which the
-    caller turns into a requeue (optimistic concurrency, reference C3)."""
+    caller turns into a requeue (optimistic concurrency, docs/compatibility.md#kubernetes-api)."""
     meta = obj["metadata"]
     patch: dict[str, Any] = {"status": status}
     if resource_version:

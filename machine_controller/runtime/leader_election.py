@@ -10,7 +10,7 @@
 - On graceful shutdown the leader releases: holder "" and leaseDurationSeconds 1, so a successor takes over at
   its next retry instead of waiting out the lease (client-go's ReleaseOnCancel).
 
-Defaults follow the oVirt provider's manager (reference machine-api.md 3.0): lease 120 s, renew deadline 110 s,
+Defaults follow the oVirt provider's manager (docs/architecture.md#deployment-modes): lease 120 s, renew deadline 110 s,
 retry period 20 s.
 """
 

@@ -1,4 +1,4 @@
-"""Liveness, readiness and Prometheus metrics over plain HTTP (MAO: metrics :8081, health :9440, reference 3.0).
+"""Liveness, readiness and Prometheus metrics over plain HTTP (MAO: metrics :8081, health :9440, docs/architecture.md#deployment-modes).
 
 `/healthz` and `/readyz` run named checks and answer 200 "ok" or 500 listing the failures, in
 controller-runtime's healthz format (`[+]name ok` / `[-]name failed`, the list shown on failure or with

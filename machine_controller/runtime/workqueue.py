@@ -1,4 +1,4 @@
-"""A work queue of object keys with client-go's semantics (`util/workqueue`, reference C3).
+"""A work queue of object keys with client-go's semantics (`util/workqueue`, docs/compatibility.md#kubernetes-api).
 
 - `add` is a no-op while the key is already queued (the *dirty* set), so N events collapse into one reconcile.
 - A key handed out by `get` is *processing* until `done`; adding it meanwhile marks it dirty and it is queued again

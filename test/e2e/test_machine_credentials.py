@@ -1,5 +1,5 @@
 """The credentials secret is OpenShift's, read live: TLS is verified by default, a fixed secret is picked up
-without a restart, and the password never shows in logs, events or metrics (reference machine-api.md 4.7)."""
+without a restart, and the password never shows in logs, events or metrics (docs/compatibility.md#credentials)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Deleting a Machine drains its Node (honouring PodDisruptionBudgets), removes the VM but keeps attached data
-disks (BZ 2024328), deletes the Node and drops the finalizer (reference machine-api.md 3.1 step 5, 4.6)."""
+disks (BZ 2024328), deletes the Node and drops the finalizer (docs/compatibility.md#machine-phases)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The controller as deployed: under the ServiceAccount RBAC of config/rbac, and as two replicas that elect one
-leader and fail over (reference machine-api.md 3.0)."""
+leader and fail over (docs/architecture.md#deployment-modes)."""
 
 from __future__ import annotations
 

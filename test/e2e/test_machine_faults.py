@@ -1,5 +1,5 @@
 """Bad input fails clearly and creates nothing; transient oVirt faults never fail a Machine; a missing oVirt
-object is reported and re-checked until it appears (reference machine-api.md 3.1, 4.2, 6.2 item 2)."""
+object is reported and re-checked until it appears (docs/compatibility.md#machine-phases)."""
 
 from __future__ import annotations
 

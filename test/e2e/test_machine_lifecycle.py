@@ -1,5 +1,5 @@
 """A Machine becomes an oVirt VM of exactly the requested shape, reaches Running linked to its Node, and its
-deletion leaves no VM but keeps data disks (reference machine-api.md 3.1, 4.3-4.6)."""
+deletion leaves no VM but keeps data disks (docs/compatibility.md#machine-phases)."""
 
 from __future__ import annotations
 
@@ -83,10 +83,10 @@ def test_vm_removed_behind_our_back_fails_the_machine_and_deletes_its_node(menv)
         svc.remove()
     finally:
         conn.close()
-    # MAO: a provisioned Machine whose instance vanished is Failed (reference 3.1) ...
+    # MAO: a provisioned Machine whose instance vanished is Failed (docs/compatibility.md#machine-phases) ...
     failed = menv.wait_phase(name, "Failed", timeout=120)
     assert failed["status"]["errorMessage"] == "Can't find created instance."
-    # ... and the node controller deletes the Node of a VM gone by id and by name (reference 5).
+    # ... and the node controller deletes the Node of a VM gone by id and by name (docs/compatibility.md#node-controllers).
     _wait("the Node to be deleted", lambda: menv.cluster.kubectl("get", "node", name, check=False).returncode != 0)
 
 

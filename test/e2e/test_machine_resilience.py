@@ -9,7 +9,7 @@ import pytest
 
 from machines import unique_name
 
-# The oVirt requests of Create, in order (reference machine-api.md 4.3; the sample spec grows the OS disk,
+# The oVirt requests of Create, in order (docs/compatibility.md#creating-a-vm; the sample spec grows the OS disk,
 # tags the VM with the infra ID and adds it to the compute affinity group).
 CREATE_STEPS = {
     "create_vm": ("POST", "/vms"),

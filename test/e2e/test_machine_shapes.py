@@ -1,4 +1,4 @@
-"""Every provider-spec setting reaches the VM (reference machine-api.md 4.1, 4.3): a high_performance Machine
+"""Every provider-spec setting reaches the VM (docs/compatibility.md#provider-spec): a high_performance Machine
 with NICs, hugepages, auto-pinning and disk format/sparse keeps its CPU topology and guaranteed memory, is
 headless, and has exactly the requested NICs."""
 
@@ -30,7 +30,7 @@ def test_high_performance_machine_gets_every_requested_setting(menv):
         vm = svc.get()
         assert vm.type == types.VmType.HIGH_PERFORMANCE
         t = vm.cpu.topology
-        assert (t.sockets, t.cores, t.threads) == (2, 2, 2)  # not lost to the CPU mode (reference 6.2 item 5)
+        assert (t.sockets, t.cores, t.threads) == (2, 2, 2)  # not lost to the CPU mode (docs/compatibility.md#go-provider-defects)
         assert vm.cpu.mode == types.CpuMode.HOST_PASSTHROUGH
         assert vm.memory_policy.guaranteed == 8192 * 1024 * 1024 and vm.memory_policy.ballooning is False
         assert {(p.name, p.value) for p in vm.custom_properties or []} >= {("hugepages", "2048")}

@@ -1,4 +1,4 @@
-"""The MachineSet controller against a real API server (reference 3.2, autoscaler-and-controlplane A9).
+"""The MachineSet controller against a real API server (docs/compatibility.md#machinesets).
 
 The reconciler runs in-process with its informers, without the Machine controller and without oVirt: Machines
 never get a VM or a finalizer here. Readiness is simulated the way a kubelet and nodelink would leave it: Node

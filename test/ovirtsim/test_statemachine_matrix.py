@@ -1,4 +1,4 @@
-"""The matrix of refused actions per VM status, row by row from `ovirt-api.md` 6.3 (ActionUtils + validators)."""
+"""The matrix of refused actions per VM status, row by row as the engine refuses them (docs/compatibility.md#vm-states) (ActionUtils + validators)."""
 
 from __future__ import annotations
 

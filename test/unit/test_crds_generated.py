@@ -1,4 +1,4 @@
-"""config/crd is what hack/gen_crds.py generates from api/, and has OpenShift's shapes (reference 1.1-1.3)."""
+"""config/crd is what hack/gen_crds.py generates from api/, and has OpenShift's shapes (docs/compatibility.md#object-shapes)."""
 
 from __future__ import annotations
 

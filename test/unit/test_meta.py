@@ -1,4 +1,4 @@
-"""Label selectors (matching, kubectl string form) and condition set semantics (reference 1.4)."""
+"""Label selectors (matching, kubectl string form) and condition set semantics (docs/compatibility.md#object-shapes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OvirtMachineProviderSpec parsing and validation (reference 4.1, 4.2), rule by rule."""
+"""OvirtMachineProviderSpec parsing and validation (docs/compatibility.md#provider-spec), rule by rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Affinity groups of a cluster and their VM lists (ref ovirt-api 9).
+"""Affinity groups of a cluster and their VM lists (docs/compatibility.md#affinity-groups).
 
 The engine inlines member VMs as `<vms><vm id href/></vms>`; enforcement happens in `scheduler` at start.
 Adding a VM answers 200 with the `<vm>` reference (current engine); a duplicate member or name is a 400.
@@ -105,7 +105,7 @@ def remove_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 def _member(store: Store, cluster: types.Cluster, group: types.AffinityGroup | None, given: types.Vm) -> types.Vm:
-    """The current engine uses only the VM id (ref 9); an unknown VM is the backend's 400."""
+    """The current engine uses only the VM id (docs/compatibility.md#affinity-groups); an unknown VM is the backend's 400."""
     vm = store.vms.get(given.id) if given.id else None
     if vm is None:
         raise bad_parameters("Cannot add Affinity Group. VM doesn't exist.")

@@ -90,7 +90,7 @@ def entity(obj: Any, req: ApiRequest | None = None, present: Presenter | None = 
 
 
 def follow_paths(req: ApiRequest) -> list[str]:
-    """`follow=disk_attachments.disk,nics`: the linked collections to inline (ref 4)."""
+    """`follow=disk_attachments.disk,nics`: the linked collections to inline (docs/compatibility.md#listing-and-search)."""
     raw = req.query.get("follow", "")
     return [p.strip() for p in raw.split(",") if p.strip()]
 
@@ -116,7 +116,7 @@ def action_done(job: types.Job | None = None, action: types.Action | None = None
 
 
 def removed() -> ApiResponse:
-    """DELETE succeeds with 200 and `<action><status>complete</status></action>`, never 204 (ref 13.1 item 5)."""
+    """DELETE succeeds with 200 and `<action><status>complete</status></action>`, never 204 (docs/compatibility.md#simulator)."""
     return ApiResponse.xml(xmlio.render_action(None, "complete"))
 
 

@@ -1,4 +1,4 @@
-"""Disks: floating disks (`/disks`), and the disk bookkeeping VMs share (creation, space, removal) (ref ovirt-api 8).
+"""Disks: floating disks (`/disks`), and the disk bookkeeping VMs share (creation, space, removal) (docs/compatibility.md#disks).
 
 Storage accounting: a disk occupies its `actual_size` on its storage domain (preallocated: the provisioned size;
 sparse: what has been written, starting small). A new disk that does not fit in the domain's free space is refused
@@ -91,7 +91,7 @@ def check_space(store: Store, plans: list[DiskPlan], action: str, kind: str) -> 
 
 
 def create_disk(engine: "Engine", plan: DiskPlan, lock_for: float, extra: types.Disk | None = None) -> types.Disk:
-    """Create the disk `locked`; it becomes `ok` after `lock_for` seconds (ref 8: locked until created)."""
+    """Create the disk `locked`; it becomes `ok` after `lock_for` seconds (docs/compatibility.md#disks)."""
     store = engine.store
     spec = plan.spec or types.Disk()
     disk = types.Disk(
@@ -128,7 +128,7 @@ def _attachment_parents(store: Store, disk_id: str) -> list[str]:
 
 
 def extend(engine: "Engine", disk: types.Disk, new_size: int) -> None:
-    """Grow a disk (ref 8 Resize): locked while ExtendImageSize runs; shrinking is a 400."""
+    """Grow a disk (docs/compatibility.md#disks): locked while ExtendImageSize runs; shrinking is a 400."""
     store = engine.store
     if disk.status is types.DiskStatus.LOCKED:
         raise conflict(Msg.disks_locked("extend", "Virtual Disk", [disk.alias or disk.id]))

@@ -1,5 +1,5 @@
 """The API root and the read-mostly inventory: data centers, clusters, hosts, storage domains, networks, vNIC
-profiles, templates, instance types, tags and jobs (ref ovirt-api 11, 12)."""
+profiles, templates, instance types, tags and jobs (docs/compatibility.md#listing-and-search)."""
 
 from __future__ import annotations
 
@@ -160,7 +160,7 @@ def list_network_profiles(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 @route("GET", "/vnicprofiles")
 def list_profiles(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    """No `search` here, as on the engine: clients filter by name client-side (ref 11)."""
+    """No `search` here, as on the engine: clients filter by name client-side (docs/compatibility.md#listing-and-search)."""
     return listing(engine, req, engine.store.vnic_profiles.all(), "vnic_profiles")
 
 
@@ -291,7 +291,7 @@ def remove_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
     return removed()
 
 
-# -- jobs (ref 10) -----------------------------------------------------------------------------------------
+# -- jobs (docs/compatibility.md#correlation-ids) -----------------------------------------------------------------------------------------
 @route("GET", "/jobs")
 def list_jobs(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store = engine.store

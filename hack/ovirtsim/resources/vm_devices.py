@@ -1,4 +1,4 @@
-"""A VM's sub-collections: disk attachments, NICs, reported devices, tags, graphics consoles (ref ovirt-api 7, 8, 11)."""
+"""A VM's sub-collections: disk attachments, NICs, reported devices, tags, graphics consoles (docs/compatibility.md#status)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # -- disk attachments --------------------------------------------------------------------------------------
 def attachment_view(store: Store, vm: types.Vm, da: types.DiskAttachment, with_disk: bool = False) -> types.DiskAttachment:
-    """`logical_name` is only known while the guest agent reports (ref 8)."""
+    """`logical_name` is only known while the guest agent reports (docs/compatibility.md#disks)."""
     view = shallow(da)
     if guest.agent_reporting(vm, store.vm_runtime(vm.id)):
         for dev in guest.block_devices(store, vm):
@@ -109,7 +109,7 @@ def update_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 @route("DELETE", "/vms/{vm}/diskattachments/{disk}")
 def remove_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    """Default `detach_only=true`: the disk stays as a floating disk (ref 8)."""
+    """Default `detach_only=true`: the disk stays as a floating disk (docs/compatibility.md#disks)."""
     store = engine.store
     vm = vm_or_404(engine, req)
     row = get_or_404(store.vm_disk_attachments, req.params["disk"], vm.id)
@@ -237,7 +237,7 @@ def list_vm_tags(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 @route("POST", "/vms/{vm}/tags")
 def add_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    """Assign by id or name; the tag must exist (the installer creates it, ref machine-api 4.3 step 11)."""
+    """Assign by id or name; the tag must exist (the installer creates it, docs/compatibility.md#creating-a-vm)."""
     store = engine.store
     vm = vm_or_404(engine, req)
     given: types.Tag = req.parse(types.Tag)
@@ -285,7 +285,7 @@ def get_console(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 @route("DELETE", "/vms/{vm}/graphicsconsoles/{console}")
 def remove_console(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    """CAPO removes the consoles of high_performance VMs while they are down (ref 11)."""
+    """CAPO removes the consoles of high_performance VMs while they are down (docs/compatibility.md#listing-and-search)."""
     vm = vm_or_404(engine, req)
     get_or_404(engine.store.vm_consoles, req.params["console"], vm.id)
     check(VmAction.EDIT, vm.status)

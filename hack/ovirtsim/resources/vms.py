@@ -1,4 +1,4 @@
-"""VMs: create from a template, get/list/search, update, remove, and the lifecycle actions (ref ovirt-api 5, 6)."""
+"""VMs: create from a template, get/list/search, update, remove, and the lifecycle actions (docs/compatibility.md#creating-a-vm)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def vm_or_404(engine: "Engine", req: ApiRequest) -> types.Vm:
 
 
 def vm_for_action(engine: "Engine", req: ApiRequest, verb: str) -> types.Vm:
-    """An action on an unknown VM reaches the backend: 400 `[Cannot run VM. VM is not found.]` (ref 2.2)."""
+    """An action on an unknown VM reaches the backend: 400 `[Cannot run VM. VM is not found.]` (docs/compatibility.md#engine-faults-and-retries)."""
     vm = engine.store.vms.get(req.params["vm"])
     if vm is None:
         raise bad_parameters(f"Cannot {verb} VM. VM is not found.")
@@ -427,7 +427,7 @@ def reset_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 @route("POST", "/vms/{vm}/autopincpuandnumanodes", action=True)
 def auto_pin(engine: "Engine", req: ApiRequest) -> ApiResponse:
-    """Deprecated action the OpenShift actuator calls after create (ref 5.2): with `optimize_cpu_settings` the VM
+    """Deprecated action the OpenShift actuator calls after create (docs/compatibility.md#creating-a-vm): with `optimize_cpu_settings` the VM
     is resized to its dedicated host's topology leaving one core per socket to the host (resize_and_pin_numa,
     inferred), otherwise the existing topology is pinned."""
     store = engine.store

@@ -1,4 +1,4 @@
-"""The autoscaler's min/max annotations as cluster-autoscaler parses them (autoscaler-and-controlplane A1)."""
+"""The autoscaler's min/max annotations as cluster-autoscaler parses them (docs/compatibility.md#autoscaler)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scale-from-zero capacity annotations from an oVirt provider spec (autoscaler-and-controlplane A5)."""
+"""Scale-from-zero capacity annotations from an oVirt provider spec (docs/compatibility.md#autoscaler)."""
 
 from __future__ import annotations
 

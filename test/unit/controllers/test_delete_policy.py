@@ -1,4 +1,4 @@
-"""Scale-down victims per delete policy (reference 3.2, autoscaler-and-controlplane A3), case by case."""
+"""Scale-down victims per delete policy (docs/compatibility.md#machinesets), case by case."""
 
 from __future__ import annotations
 

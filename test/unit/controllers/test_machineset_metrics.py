@@ -1,4 +1,4 @@
-"""MAO's MachineSet metric names and labels (reference 3.5), computed from the cache at scrape time."""
+"""MAO's MachineSet metric names and labels (docs/compatibility.md#metrics), computed from the cache at scrape time."""
 
 from __future__ import annotations
 

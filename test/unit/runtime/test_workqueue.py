@@ -1,4 +1,4 @@
-"""The work queue keeps client-go's contract (reference C3)."""
+"""The work queue keeps client-go's contract (docs/compatibility.md#kubernetes-api)."""
 
 from __future__ import annotations
 

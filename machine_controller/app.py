@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 
 from machine_controller.config import Config
 from machine_controller.controllers.machine import add_machine_controller
+from machine_controller.controllers.machinehealthcheck import add_machinehealthcheck_controller
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, add_nodelink_controller,
@@ -88,14 +89,16 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         "machineset": lambda: add_machineset_controller(manager, api, rest, machines, nodes, events,
                                                         queue("machineset"), namespace=config.namespace or None,
                                                         resync_s=config.resync_s, mao=mao),
+        "machinehealthcheck": lambda: add_machinehealthcheck_controller(
+            manager, api, rest, machines, nodes, events, queue("machinehealthcheck"),
+            namespace=config.namespace or None, resync_s=config.resync_s),
         "remediation": lambda: add_remediation_controller(
             manager, api, rest, machines, nodes, power, events, queue("remediation"),
             namespace=config.namespace or None, resync_s=config.resync_s,
             timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles)),
     }
     for name in config.controllers:
-        if name in adders:
-            adders[name]()
+        adders[name]()
     return manager
 
 

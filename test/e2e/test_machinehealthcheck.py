@@ -1,0 +1,150 @@
+"""MachineHealthCheck end to end: a MachineSet's VM crashes (or never joins), the check notices after its timeout,
+and the Machine is replaced, or, with an OvirtRemediationTemplate, the same VM is power-cycled; with more unhealthy
+Machines than maxUnhealthy nothing is touched. Real API server, simulator and controller process."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import yaml
+
+from api.remediation import API_VERSION
+from hack import ovirt_install
+from machines import unique_name
+from test_remediation import _counts, _events, _node, _ready, _wait
+
+CONDITIONS = [{"type": "Ready", "status": "Unknown", "timeout": "5s"},
+              {"type": "Ready", "status": "False", "timeout": "5s"}]
+
+
+def _machineset(menv, name: str, replicas: int, **value) -> None:
+    ms = ovirt_install.machineset_for(menv.inst, menv.namespace)
+    ms["metadata"]["name"] = name
+    ms["spec"]["replicas"] = replicas
+    for where in (ms["spec"]["selector"]["matchLabels"], ms["spec"]["template"]["metadata"]["labels"]):
+        where["machine.openshift.io/cluster-api-machineset"] = name
+    ms["spec"]["template"]["spec"]["providerSpec"]["value"].update(value)
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+
+
+def _mhc(menv, name: str, set_name: str, **spec) -> None:
+    doc = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
+           "metadata": {"name": name, "namespace": menv.namespace},
+           "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": set_name}},
+                    "unhealthyConditions": CONDITIONS, "nodeStartupTimeout": "10m", **spec}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+
+
+def _machines(menv, set_name: str) -> list[dict]:
+    out = menv.cluster.kubectl("-n", menv.namespace, "get", "machines", "-l",
+                               f"machine.openshift.io/cluster-api-machineset={set_name}", "-o", "json").stdout
+    return json.loads(out)["items"]
+
+
+def _running(menv, set_name: str, n: int) -> list[dict]:
+    def ok():
+        ms = [m for m in _machines(menv, set_name) if not m["metadata"].get("deletionTimestamp")]
+        running = [m for m in ms if (m.get("status") or {}).get("phase") == "Running"
+                   and _ready(_node(menv, m["status"]["nodeRef"]["name"])) == "True"]
+        return running if len(ms) == n and len(running) == n else None
+    return _wait(ok, f"{n} Running Machines with Ready Nodes", 180, menv)
+
+
+def _mhc_status(menv, name: str) -> dict:
+    out = menv.cluster.kubectl("-n", menv.namespace, "get", "mhc", name, "-o", "json").stdout
+    return json.loads(out).get("status") or {}
+
+
+def test_crashed_vm_is_replaced_by_default(menv):
+    menv.controller()
+    set_name = unique_name("mhcset")
+    _machineset(menv, set_name, 2)
+    victim = _running(menv, set_name, 2)[0]
+    _mhc(menv, "check", set_name)
+    _wait(lambda: _mhc_status(menv, "check").get("currentHealthy") == 2, "both healthy", 60, menv)
+
+    began = time.monotonic()
+    menv.sim.control.crash_vm(victim["metadata"]["annotations"]["VmId"])
+    _wait(lambda: all(m["metadata"]["name"] != victim["metadata"]["name"] for m in _machines(menv, set_name)),
+          "the crashed Machine gone", 120, menv)
+    names = {m["metadata"]["name"] for m in _running(menv, set_name, 2)}
+    print(f"crash to replacement Running: {time.monotonic() - began:.1f}s")
+    assert victim["metadata"]["name"] not in names
+    vms = [v for v in menv.sim.control.vms() if v["name"].startswith(set_name + "-")]
+    assert sorted(v["name"] for v in vms) == sorted(names)
+    assert _events(menv, victim["metadata"]["name"], "MachineDeleted")
+
+
+def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
+    menv.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                         "crd/ovirtremediations.remediation.ovirt.org")
+    menv.controller()
+    set_name = unique_name("fenceset")
+    _machineset(menv, set_name, 1)
+    machine = _running(menv, set_name, 1)[0]
+    name, vm_id = machine["metadata"]["name"], machine["metadata"]["annotations"]["VmId"]
+    node = machine["status"]["nodeRef"]["name"]
+    template = {"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate",
+                "metadata": {"name": "power-cycle", "namespace": menv.namespace},
+                "spec": {"template": {"spec": {"strategy": {"timeoutSeconds": 120}}}}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(template))
+    _mhc(menv, "fence", set_name, remediationTemplate={"apiVersion": API_VERSION,
+                                                       "kind": "OvirtRemediationTemplate", "name": "power-cycle"})
+    _wait(lambda: _mhc_status(menv, "fence").get("currentHealthy") == 1, "healthy", 60, menv)
+    stops, starts = _counts(menv, vm_id)
+    requests_before = sum(menv.sim.control.counts().values())
+
+    began = time.monotonic()
+    menv.sim.control.crash_vm(vm_id)
+    _wait(lambda: _events(menv, name, "ExternalRemediationRequested"), "a remediation request", 60, menv)
+    _wait(lambda: _ready(_node(menv, node)) == "True" and _events(menv, name, "ExternalRemediationCompleted"),
+          "the Node Ready again and the request deleted", 120, menv)
+    elapsed = time.monotonic() - began
+    requests = sum(menv.sim.control.counts().values()) - requests_before
+    print(f"crash to Node Ready again: {elapsed:.1f}s; oVirt requests meanwhile (all controllers): {requests}")
+    assert _counts(menv, vm_id) == (stops, starts + 1)  # crashed: already down, so only a start
+    current = _machines(menv, set_name)
+    assert [m["metadata"]["name"] for m in current] == [name]  # the same Machine, not a replacement
+    assert not _events(menv, name, "MachineDeleted")
+
+
+def test_too_many_unhealthy_short_circuits_and_says_why(menv):
+    menv.controller()
+    set_name = unique_name("shortset")
+    _machineset(menv, set_name, 2)
+    machines = _running(menv, set_name, 2)
+    _mhc(menv, "strict", set_name, maxUnhealthy=0)
+    _wait(lambda: _mhc_status(menv, "strict").get("currentHealthy") == 2, "both healthy", 60, menv)
+    menv.sim.control.crash_vm(machines[0]["metadata"]["annotations"]["VmId"])
+
+    def restricted():
+        conds = {c["type"]: c for c in _mhc_status(menv, "strict").get("conditions", [])}
+        c = conds.get("RemediationAllowed")
+        return c if c and c["status"] == "False" and c["reason"] == "TooManyUnhealthy" else None
+    cond = _wait(restricted, "RemediationAllowed=False", 60, menv)
+    assert "unhealthy: 1" in cond["message"]
+    assert _events(menv, "strict", "RemediationRestricted")
+    # Nothing may happen, so there is no condition to wait on: wait past the 5 s condition timeout, after which a
+    # remediation would have been made, and look.
+    time.sleep(8)
+    assert {m["metadata"]["name"] for m in _machines(menv, set_name)} == {m["metadata"]["name"] for m in machines}
+    assert _mhc_status(menv, "strict")["remediationsAllowed"] == 0
+
+
+def test_machine_without_a_node_after_the_startup_timeout_is_replaced(menv):
+    menv.controller()
+    broken = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "broken-user-data",
+                                                                 "namespace": menv.namespace},
+              "stringData": {"userData": '{"ignition": {"version": "banana"}}'}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(broken))
+    set_name = unique_name("nojoin")
+    _machineset(menv, set_name, 1, userDataSecret={"name": "broken-user-data"})
+    _mhc(menv, "startup", set_name, nodeStartupTimeout="15s")
+    first = _wait(lambda: _machines(menv, set_name), "a Machine", 60, menv)[0]["metadata"]["name"]
+
+    _wait(lambda: first not in {m["metadata"]["name"] for m in _machines(menv, set_name)} and _machines(
+        menv, set_name), "the node-less Machine replaced", 120, menv)
+    assert _events(menv, first, "MachineDeleted")
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "mhc", "startup")
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machineset", set_name, "--wait=false")

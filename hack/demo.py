@@ -20,6 +20,7 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
+from hack.demo_fencing import fencing_scene
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.ovirtsim.testing import running_simulator
@@ -81,7 +82,8 @@ def main() -> int:
         kubectl("apply", "-k", str(REPO / "config" / "crd"))
         kubectl("apply", "-k", str(REPO / "config" / "rbac"))
         kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/machines.machine.openshift.io",
-                "crd/machinesets.machine.openshift.io", "crd/machinehealthchecks.machine.openshift.io")
+                "crd/machinesets.machine.openshift.io", "crd/machinehealthchecks.machine.openshift.io",
+                "crd/ovirtremediations.remediation.ovirt.org", "crd/ovirtremediationtemplates.remediation.ovirt.org")
 
         _say("Starting the oVirt engine simulator (HTTPS; its guests join the cluster as RHCOS nodes would)")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), tls=True) as sim:
@@ -153,11 +155,14 @@ def main() -> int:
             watch_until(kubectl, converged(1), "1 Running")
             kubectl("-n", NAMESPACE, "get", "machineset", ms_name)
 
+            fencing_scene(kubectl, sim, NAMESPACE, ms_name, _say)
+
             _say("Summary")
             counts = sim.control.counts()
             vms = sim.control.vms()
             nodes = kubectl("get", "nodes", "-o", "name", show=False).split()
-            print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1.")
+            print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1; its crashed "
+                  "worker power-cycled back by the health check.")
             print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
                   f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
             print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "

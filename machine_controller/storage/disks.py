@@ -1,0 +1,181 @@
+"""The oVirt disk layer shared by the volume provisioner, the FlexVolume driver and a later CSI driver.
+
+Every request goes through `OvirtClient.call` (one pooled connection per call, faults classified, transient ones
+retried briefly). Nothing here waits long or sleeps inside a borrowed connection: `wait_ok` polls with separate
+calls, and callers that must not block (controllers) use `get` and requeue instead.
+
+Identity: a disk made for a claim is named after the claim (`name_for_claim`, derived from the PVC's UID), so a
+process killed between "create" and "record the id" finds the disk it made by that name before making another.
+The engine accepts any byte count but block domains allocate in whole chunks; `round_size` rounds up to a MiB
+multiple so the disk is never smaller than asked and the size reported back is the size the engine keeps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import ovirtsdk4.types as types
+
+from machine_controller.ovirt.client import OvirtClient
+from machine_controller.ovirt.errors import ConflictError, NotFoundError, OvirtError
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+
+
+def round_size(size_bytes: int, unit: int = MIB) -> int:
+    """The smallest multiple of `unit` (>= one unit) not below `size_bytes`."""
+    return max(unit, -(-int(size_bytes) // unit) * unit)
+
+
+def name_for_claim(claim_uid: str) -> str:
+    """The disk name for a claim: the PV name Kubernetes provisioners use, so PV, claim and disk read alike."""
+    return f"pvc-{claim_uid}"
+
+
+class DiskLocked(OvirtError):
+    """The disk exists but the engine still holds it locked (being created, extended or moved): act later."""
+
+
+class DiskIllegal(OvirtError):
+    """The engine reports the disk illegal: creating it failed on storage; it must be removed, not used."""
+
+
+@dataclass(frozen=True)
+class DiskRequest:
+    name: str
+    size_bytes: int
+    storage_domain: str
+    thin: bool = True
+    description: str = ""
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def status_of(disk: types.Disk) -> str:
+    return disk.status.value if disk.status is not None else "ok"
+
+
+class Disks:
+    def __init__(self, client: OvirtClient):
+        self.client = client
+
+    # --- lookups -----------------------------------------------------------------------------------------------
+    def get(self, disk_id: str) -> types.Disk | None:
+        try:
+            return self.client.call(f"get disk {disk_id}",
+                                    lambda s: s.disks_service().disk_service(disk_id).get())
+        except NotFoundError:
+            return None
+
+    def find_by_name(self, name: str) -> types.Disk | None:
+        # The search matches patterns and ignores case: identity is the exact name. Two disks of one claim's
+        # name would mean something else made one; refuse to guess.
+        found = self.client.call(f"search disk {name}",
+                                 lambda s: s.disks_service().list(search=f"name={_quote(name)}"))
+        exact = [d for d in found if (d.name or d.alias) == name]
+        if len(exact) > 1:
+            raise OvirtError(f"{len(exact)} disks are named {name!r}; refusing to guess which one is the volume")
+        return exact[0] if exact else None
+
+    def storage_domain(self, name: str) -> types.StorageDomain | None:
+        sds = self.client.call(f"search storage domain {name}",
+                               lambda s: s.storage_domains_service().list(search=f"name={_quote(name)}"))
+        exact = [d for d in sds if d.name == name]
+        return exact[0] if exact else None
+
+    # --- changes -----------------------------------------------------------------------------------------------
+    def create(self, req: DiskRequest, correlation_id: str = "") -> types.Disk:
+        """One floating disk. Callers look it up by name first (`find_by_name`): this never checks."""
+        sd = self.storage_domain(req.storage_domain)
+        if sd is None:
+            raise NotFoundError(f"storage domain {req.storage_domain!r} not found")
+        block = sd.storage is not None and sd.storage.type in (
+            types.StorageType.ISCSI, types.StorageType.FCP)
+        # Thin on block storage must be QCOW (the engine refuses raw+sparse there); preallocated is always raw.
+        fmt = types.DiskFormat.COW if (req.thin and block) else types.DiskFormat.RAW
+        disk = types.Disk(name=req.name, alias=req.name, description=req.description or None,
+                          provisioned_size=round_size(req.size_bytes), format=fmt, sparse=req.thin,
+                          storage_domains=[types.StorageDomain(id=sd.id)])
+        query = {"correlation_id": correlation_id} if correlation_id else None
+        return self.client.call(f"create disk {req.name}",
+                                lambda s: s.disks_service().add(disk, query=query))
+
+    def remove(self, disk_id: str) -> bool:
+        """Remove the disk; False when it was already gone. A locked disk raises DiskLocked (retry later)."""
+        disk = self.get(disk_id)
+        if disk is None:
+            return False
+        if status_of(disk) == "locked":
+            raise DiskLocked(f"disk {disk_id} is locked by the engine; not removing it now")
+        try:
+            self.client.call(f"remove disk {disk_id}",
+                             lambda s: s.disks_service().disk_service(disk_id).remove())
+        except NotFoundError:
+            return False
+        return True
+
+    def attachments_of_disk(self, disk_id: str) -> list[str]:
+        """Ids of the VMs the disk is attached to (every VM with its attachments inlined; one request)."""
+        vms = self.client.call(f"VMs of disk {disk_id}",
+                               lambda s: s.vms_service().list(follow="disk_attachments"))
+        return [vm.id for vm in vms if any(a.id == disk_id for a in (vm.disk_attachments or []))]
+
+    def attachment(self, vm_id: str, disk_id: str) -> types.DiskAttachment | None:
+        # The attachment's id is the disk's id.
+        try:
+            return self.client.call(f"get attachment of disk {disk_id} to VM {vm_id}", lambda s: s.vms_service()
+                                    .vm_service(vm_id).disk_attachments_service().attachment_service(disk_id).get())
+        except NotFoundError:
+            return None
+
+    def attach(self, vm_id: str, disk_id: str, read_only: bool = False) -> types.DiskAttachment:
+        """Attach (idempotent: an existing attachment to this VM is returned). Never acts on a locked disk."""
+        found = self.attachment(vm_id, disk_id)
+        if found is not None:
+            return found
+        disk = self.get(disk_id)
+        if disk is None:
+            raise NotFoundError(f"disk {disk_id} not found")
+        if status_of(disk) != "ok":
+            raise DiskLocked(f"disk {disk_id} is {status_of(disk)}; not attaching it now")
+        att = types.DiskAttachment(disk=types.Disk(id=disk_id), active=True, bootable=False, read_only=read_only,
+                                   interface=types.DiskInterface.VIRTIO_SCSI)
+        try:
+            return self.client.call(f"attach disk {disk_id} to VM {vm_id}", lambda s: s.vms_service()
+                                    .vm_service(vm_id).disk_attachments_service().add(att))
+        except ConflictError:
+            # Raced with another attach of the same disk to the same VM: that one counts.
+            found = self.attachment(vm_id, disk_id)
+            if found is None:
+                raise
+            return found
+
+    def detach(self, vm_id: str, disk_id: str) -> bool:
+        """Detach, keeping the disk. False when it was not attached (or the VM is gone): not an error."""
+        try:
+            self.client.call(f"detach disk {disk_id} from VM {vm_id}", lambda s: s.vms_service()
+                             .vm_service(vm_id).disk_attachments_service().attachment_service(disk_id)
+                             .remove(detach_only=True))
+        except NotFoundError:
+            return False
+        return True
+
+    def wait_ok(self, disk_id: str, timeout_s: float = 300.0, interval_s: float = 1.0) -> types.Disk:
+        """Poll until the engine reports the disk `ok` (for processes that may block, like the FlexVolume driver)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            disk = self.get(disk_id)
+            if disk is None:
+                raise NotFoundError(f"disk {disk_id} not found")
+            st = status_of(disk)
+            if st == "ok":
+                return disk
+            if st == "illegal":
+                raise DiskIllegal(f"disk {disk_id} is illegal")
+            if time.monotonic() >= deadline:
+                raise DiskLocked(f"disk {disk_id} still {st} after {timeout_s:.0f} s")
+            time.sleep(interval_s)

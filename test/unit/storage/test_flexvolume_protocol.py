@@ -1,0 +1,181 @@
+"""The FlexVolume driver run as kubelet runs it: a subprocess, kubelet's argv, one JSON reply, nothing on stderr.
+
+The engine is the oVirt simulator. The Node lookup is served by a small HTTP server answering GET
+/api/v1/nodes/<name> with a Node object (the e2e test uses the real API server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+
+import ovirtsdk4.types as types
+import pytest
+
+from hack.ovirtsim.testing import running_simulator
+from machine_controller.ovirt.client import OvirtClient
+from machine_controller.ovirt.connection import ConnectionPool
+from machine_controller.ovirt.credentials import OvirtCredentials
+from machine_controller.storage.disks import GIB, DiskRequest, Disks
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run_driver(*argv: str, env: dict | None = None) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "machine_controller.storage.flexvolume", *argv],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=60)
+    assert proc.stderr == "", proc.stderr
+    out = json.loads(proc.stdout)  # exactly one JSON object, nothing else
+    assert out["status"] in ("Success", "Failure", "Not supported")
+    assert proc.returncode == (0 if out["status"] == "Success" else 1)
+    if out["status"] == "Failure":
+        assert out.get("message"), out
+    return proc.returncode, out
+
+
+def test_init_reports_attach_capability():
+    rc, out = run_driver("init")
+    assert rc == 0 and out["capabilities"]["attach"] is True
+
+
+@pytest.mark.parametrize("cmd", ["mount", "unmount", "expandvolume", "expandfs", "bogus"])
+def test_other_commands_not_supported(cmd):
+    rc, out = run_driver(cmd, "{}")
+    assert rc == 1 and out["status"] == "Not supported"
+
+
+def test_getvolumename():
+    _, out = run_driver("getvolumename", json.dumps({"kubernetes.io/pvOrVolumeName": "pvc-1", "volumeID": "d"}))
+    assert out == {"status": "Success", "volumeName": "pvc-1"}
+
+
+@pytest.mark.parametrize("argv", [
+    ("attach", "not json", "node1"), ("isattached", "{}", "node1"), ("detach", "pvc-1"),
+    ("waitforattach", "/dev/x"), ("mountdevice", "/tmp/m", "/dev/x", json.dumps({"kubernetes.io/fsType": "nfs"})),
+    ("unmountdevice",), ("getvolumename", "[]"),
+])
+def test_failures_are_json_with_a_message(argv, tmp_path):
+    rc, out = run_driver(*argv, env={"OVIRT_FLEXDRIVER_CONF": str(tmp_path / "missing.json")})
+    assert rc == 1 and out["status"] == "Failure"
+
+
+def test_missing_conf_is_named(tmp_path):
+    conf = tmp_path / "missing.json"
+    _, out = run_driver("attach", json.dumps({"volumeID": "d"}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
+    assert str(conf) in out["message"]
+
+
+@pytest.mark.parametrize("serial", ["full", "short"])
+@pytest.mark.parametrize("link", ["scsi-0QEMU_QEMU_HARDDISK_", "virtio-"])
+def test_waitforattach_finds_both_serial_forms(tmp_path, serial, link):
+    disk_id = "8d5b3b2a-1c4e-4f7a-9d2b-0123456789ab"
+    byid = tmp_path / "by-id"
+    byid.mkdir()
+    target = tmp_path / "sdb"
+    target.write_text("")
+    (byid / (link + (disk_id if serial == "full" else disk_id[:20]))).symlink_to(target)
+    rc, out = run_driver("waitforattach", "", json.dumps({"volumeID": disk_id}),
+                         env={"OVIRT_FLEXDRIVER_BY_ID_DIR": str(byid)})
+    assert rc == 0 and out["device"] == str(target)
+
+
+def test_waitforattach_gives_up_with_the_names_it_looked_for(tmp_path):
+    _, out = run_driver("waitforattach", "", json.dumps({"volumeID": "abc"}),
+                        env={"OVIRT_FLEXDRIVER_BY_ID_DIR": str(tmp_path), "OVIRT_FLEXDRIVER_WAIT_S": "0.5"})
+    assert out["status"] == "Failure" and "scsi-0QEMU_QEMU_HARDDISK_abc" in out["message"]
+
+
+def create_down_vm(conn, name: str) -> types.Vm:
+    s = conn.system_service()
+    tpl = s.templates_service().list(search='name="rhcos"')[0]
+    cluster = s.clusters_service().list(search="name=Default")[0]
+    vm = s.vms_service().add(types.Vm(name=name, cluster=types.Cluster(id=cluster.id),
+                                      template=types.Template(id=tpl.id), memory=2 * GIB), clone=True)
+    svc = s.vms_service().vm_service(vm.id)
+    for _ in range(200):
+        vm = svc.get()
+        if vm.status == types.VmStatus.DOWN:
+            return vm
+        time.sleep(0.05)
+    raise AssertionError(f"VM {name} not down: {vm.status}")
+
+
+class _Nodes(BaseHTTPRequestHandler):
+    nodes: dict = {}
+
+    def do_GET(self):  # noqa: N802
+        name = self.path.rsplit("/", 1)[-1]
+        node = self.nodes.get(name)
+        body = json.dumps(node or {"kind": "Status", "code": 404}).encode()
+        self.send_response(200 if node else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def engine(tmp_path):
+    with running_simulator(tmp_path) as sim:
+        conn = sim.connection()
+        vm = create_down_vm(conn, "worker-0")
+        conn.close()
+        pool = ConnectionPool(size=1)
+        pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
+                                              ca_file=sim.ca_file))
+        disks = Disks(OvirtClient(pool))
+        sd = disks.storage_domain("nfs-data")
+        disk = disks.create(DiskRequest(name="pvc-flex", size_bytes=1 * GIB, storage_domain=sd.name))
+        disks.wait_ok(disk.id, timeout_s=30, interval_s=0.2)
+        _Nodes.nodes = {"node-a": {"spec": {"providerID": f"ovirt://{vm.id}"}}, "node-b": {"spec": {}}}
+        server = HTTPServer(("127.0.0.1", 0), _Nodes)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        token = tmp_path / "token"
+        token.write_text("t")
+        conf = tmp_path / "conf.json"
+        conf.write_text(json.dumps({
+            "ovirt_url": sim.url, "ovirt_username": sim.username, "ovirt_password": sim.password,
+            "ovirt_insecure": "false", "ovirt_cafile": sim.ca_file,
+            "kube_server": f"http://127.0.0.1:{server.server_port}", "kube_token_file": str(token)}))
+        yield {"env": {"OVIRT_FLEXDRIVER_CONF": str(conf)}, "disk": disk.id, "vm": vm.id, "disks": disks}
+        server.shutdown()
+        pool.close()
+
+
+def test_attach_isattached_both_orders_detach_idempotent(engine):
+    env, disk_id, vm_id, disks = engine["env"], engine["disk"], engine["vm"], engine["disks"]
+    opts = json.dumps({"volumeID": disk_id, "kubernetes.io/pvOrVolumeName": "pvc-flex",
+                       "kubernetes.io/readwrite": "rw", "kubernetes.io/fsType": "ext4"})
+    _, out = run_driver("isattached", opts, "node-a", env=env)
+    assert out == {"status": "Success", "attached": False}
+    _, out = run_driver("attach", opts, "node-a", env=env)
+    assert out["status"] == "Success" and disk_id in out["device"]
+    assert disks.attachment(vm_id, disk_id) is not None
+    _, again = run_driver("attach", opts, "node-a", env=env)  # idempotent
+    assert again["status"] == "Success"
+    assert len([a for a in disks.client.call("l", lambda s: s.vms_service().vm_service(vm_id)
+                                             .disk_attachments_service().list()) if a.id == disk_id]) == 1
+    for argv in (("isattached", opts, "node-a"), ("isattached", "node-a", opts)):
+        _, out = run_driver(*argv, env=env)
+        assert out == {"status": "Success", "attached": True}
+    _, out = run_driver("detach", "pvc-flex", "node-a", env=env)
+    assert out["status"] == "Success" and disks.attachment(vm_id, disk_id) is None
+    _, out = run_driver("detach", "pvc-flex", "node-a", env=env)  # already detached: still success
+    assert out["status"] == "Success"
+    assert disks.get(disk_id) is not None  # detach keeps the disk
+
+
+def test_node_without_provider_id_or_unknown(engine):
+    opts = json.dumps({"volumeID": engine["disk"]})
+    _, out = run_driver("attach", opts, "node-b", env=engine["env"])
+    assert out["status"] == "Failure" and "providerID" in out["message"]
+    _, out = run_driver("attach", opts, "node-z", env=engine["env"])
+    assert out["status"] == "Failure" and "node-z not found" in out["message"]

@@ -1,0 +1,62 @@
+"""The driver DaemonSet's entry: installs `ovirt-flexvolume-driver` into the kubelet plugin directory and keeps its
+configuration file current (oVirt credentials from the mounted Secret; the API server, token and CA paths for the
+Node lookups), then sleeps and refreshes it (the projected token rotates).
+
+Each file is written to a temporary name and renamed, since kubelet watches the directory and may probe at any
+moment. The executable is a wrapper that runs the driver module with the host's python3 and this package copied
+beside it (see docs/compatibility.md#storage for the host requirements).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+VENDOR_DIR = "ovirt~ovirt-flexvolume-driver"
+SA = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def _atomic_write(path: Path, data: str, mode: int) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path) -> None:
+    target = plugin_dir / VENDOR_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    host_target = host_plugin_dir / VENDOR_DIR
+    conf = {p.name: p.read_text() for p in creds_dir.iterdir() if p.is_file() and p.name.startswith("ovirt_")}
+    (target / "token").write_text((SA / "token").read_text()) if (SA / "token").exists() else None
+    os.chmod(target / "token", 0o600) if (target / "token").exists() else None
+    if (SA / "ca.crt").exists():
+        shutil.copyfile(SA / "ca.crt", target / "kube-ca.crt")
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    conf.update(kube_server=f"https://{host}:{port}", kube_token_file=str(host_target / "token"),
+                kube_ca_file=str(host_target / "kube-ca.crt"))
+    _atomic_write(target / "ovirt-flexvolume-driver.json", json.dumps(conf), 0o600)
+    lib = target / "lib"
+    pkg = Path(__file__).resolve().parents[1]
+    shutil.copytree(pkg, lib / "machine_controller", dirs_exist_ok=True)
+    wrapper = (f"#!/bin/sh\nPYTHONPATH={host_target / 'lib'} OVIRT_FLEXDRIVER_CONF={host_target / 'ovirt-flexvolume-driver.json'} "
+               "exec python3 -m machine_controller.storage.flexvolume \"$@\"\n")
+    _atomic_write(target / "ovirt-flexvolume-driver", wrapper, 0o755)
+
+
+def main() -> int:
+    plugin_dir = Path(os.environ.get("PLUGIN_DIR", "/flexmnt"))
+    host_dir = Path(os.environ.get("HOST_PLUGIN_DIR", "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"))
+    creds = Path(os.environ.get("CREDENTIALS_DIR", "/etc/ovirt-credentials"))
+    while True:
+        install(plugin_dir, host_dir, creds)
+        print("installed ovirt-flexvolume-driver", flush=True)
+        time.sleep(300)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

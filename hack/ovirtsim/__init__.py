@@ -12,6 +12,7 @@ Module map (one home per concept):
 * `auth`              -- SSO tokens and logout
 * `router`            -- path templates -> handlers; the templates are also the request-counter keys
 * `xmlio`             -- request parsing and response rendering with the SDK's own readers/writers
+* `always_sent`       -- the elements the engine sends for every object of a type
 * `errors`            -- `ApiError` and the engine's fault messages
 * `store`             -- the inventory (tables of SDK model objects) and the timeline of pending transitions
 * `statemachine`      -- VM/disk status transitions and the matrix of refused actions (docs/compatibility.md#vm-states)

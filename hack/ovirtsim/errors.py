@@ -108,6 +108,18 @@ class Msg:
     AUTO_PIN_NO_HOST = "Cannot edit VM. Auto Pinning policy requires the VM to be pinned to a host."
 
     @staticmethod
+    def name_too_long(action: str, kind: str) -> str:
+        return f"Cannot {action} {kind}. The given name is too long."
+
+    @staticmethod
+    def memory_above_max(action: str, memory_mb: int, max_mb: int) -> str:
+        return f"Cannot {action} VM. Memory size ({memory_mb}MB) cannot exceed maximum memory size ({max_mb}MB)."
+
+    @staticmethod
+    def max_memory_above_platform(action: str, max_mb: int, limit_mb: int) -> str:
+        return f"Cannot {action} VM. Maximum memory ({max_mb}MB) cannot exceed platform limit ({limit_mb}MB)."
+
+    @staticmethod
     def name_invalid(action: str, kind: str) -> str:
         return (f"Cannot {action} {kind}. The given name contains special characters. Only lower-case and "
                 "upper-case letters, numbers, '_', '-', '.' are allowed.")

@@ -22,6 +22,7 @@ from ovirtsdk4 import types
 from ovirtsdk4.reader import Reader
 from ovirtsdk4.writer import Writer
 
+from hack.ovirtsim import always_sent
 from hack.ovirtsim.errors import ApiError
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -135,8 +136,9 @@ def _links(obj: Any, skip: Iterable[str]) -> str:
 
 
 def entity_xml(obj: Any, skip_links: Iterable[str] = (), root: str | None = None) -> str:
-    """One entity, without XML declaration, with its `<link>`s injected before the closing tag."""
-    text = write(obj, root=root)
+    """One entity, without XML declaration, with its `<link>`s injected before the closing tag and every element
+    the engine always sends (`always_sent`)."""
+    text = write(always_sent.complete(obj), root=root)
     links = _links(obj, skip_links)
     if not links:
         return text

@@ -156,3 +156,63 @@ def test_sso_endpoint_fault(sim):
         fresh.authenticate()
     fresh.authenticate()  # the next login works
     fresh.close()
+
+
+def test_over_long_vm_name_is_refused_and_nothing_created(conn):
+    """`MaxVmNameLength` is 64 (docs/compatibility.md#engine-limits); 64 characters are fine, 65 are not."""
+    vms = conn.system_service().vms_service()
+    err = _error(lambda: create_vm(conn, "w" * 65))
+    assert (err.code, err.fault.reason, err.fault.detail) == (400, "Operation Failed",
+                                                              "[Cannot add VM. The given name is too long.]")
+    assert vms.list(search="name=w*") == []
+    vm = create_down_vm(conn, "w" * 64)
+    err = _error(lambda: vm_service(conn, vm.id).update(types.Vm(name="v" * 65)))
+    assert (err.code, err.fault.detail) == (400, "[Cannot edit VM. The given name is too long.]")
+    assert vm_service(conn, vm.id).get().name == "w" * 64
+
+
+def test_memory_beyond_the_cluster_level_limit_is_refused(conn):
+    """Cluster level 4.7 allows 16 TiB of maximum memory; without a maximum the engine asks for 4x the memory."""
+    tib = 2**40
+    err = _error(lambda: create_vm(conn, "huge", memory_gib=5 * 1024))  # maximum defaults to 20 TiB
+    assert (err.code, err.fault.detail) == (
+        400, "[Cannot add VM. Maximum memory (20971520MB) cannot exceed platform limit (16777216MB).]")
+    err = _error(lambda: create_vm(conn, "huge", memory_gib=2, memory_policy=types.MemoryPolicy(max=32 * tib)))
+    assert (err.code, err.fault.detail) == (
+        400, "[Cannot add VM. Maximum memory (33554432MB) cannot exceed platform limit (16777216MB).]")
+    err = _error(lambda: create_vm(conn, "huge", memory_gib=8, memory_policy=types.MemoryPolicy(max=4 * 2**30)))
+    assert (err.code, err.fault.detail) == (
+        409, "[Cannot add VM. Memory size (8192MB) cannot exceed maximum memory size (4096MB).]")
+    assert conn.system_service().vms_service().list(search="name=huge") == []
+    vm = create_down_vm(conn, "huge", memory_gib=4)
+    err = _error(lambda: vm_service(conn, vm.id).update(types.Vm(memory_policy=types.MemoryPolicy(max=17 * tib))))
+    assert err.code == 400 and "cannot exceed platform limit (16777216MB)" in err.fault.detail
+
+
+def test_memory_far_beyond_every_host_is_refused_at_start(conn):
+    """Within the platform limit the engine creates the VM; the scheduler's memory filter refuses to run it."""
+    vm = create_down_vm(conn, "toobig", memory_gib=1024)  # 1 TiB; the seeded hosts have 128 GiB each
+    err = _error(vm_service(conn, vm.id).start)
+    assert err.code == 409
+    lines = err.fault.detail.strip("[]").split(", ")
+    assert lines[0] == ("Cannot run VM. There is no host that satisfies current scheduling constraints. "
+                        "See below for details:")
+    assert sorted(line.split()[2] for line in lines[1:]) == ["host1", "host2", "host3"]
+    assert all("did not satisfy internal filter Memory because its available memory is too low" in line
+               for line in lines[1:])
+    assert vm_service(conn, vm.id).get().status == types.VmStatus.DOWN
+
+
+def test_shrinking_a_disk_through_its_attachment_is_refused(conn):
+    """The other resize path (`PUT /vms/{vm}/diskattachments/{disk}`) refuses a smaller size the same way."""
+    vm = create_down_vm(conn, "shrink")
+    attachments = vm_service(conn, vm.id).disk_attachments_service()
+    attachment = attachments.list()[0]
+    size = conn.system_service().disks_service().disk_service(attachment.id).get().provisioned_size
+    err = _error(lambda: attachments.attachment_service(attachment.id).update(
+        types.DiskAttachment(disk=types.Disk(provisioned_size=size // 2))))
+    assert (err.code, err.fault.reason, err.fault.detail) == (
+        400, "Operation Failed",
+        "[Cannot extend Virtual Disk. New disk size must be larger than the current disk size.]")
+    disk = conn.system_service().disks_service().disk_service(attachment.id).get()
+    assert (disk.provisioned_size, disk.status) == (size, types.DiskStatus.OK)

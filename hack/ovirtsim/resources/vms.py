@@ -37,6 +37,9 @@ CUSTOM_PROPERTIES = {"hugepages": r"^[0-9]+$", "sap_agent": r"^(true|false)$", "
                      r"^(none|writeback|writethrough)$", "sndbuf": r"^[0-9]+$", "vhost": r".*",
                      "mdev_type": r".*", "scsi_hostdev": r".*", "ifacemacspoof": r"^(true|false)$"}
 _NAME = re.compile(r"^[\w.-]+$", re.UNICODE)
+MAX_VM_NAME_LENGTH = 64  # `MaxVmNameLength` (0000_config.sql)
+# `VM64BitMaxMemorySizeInMB` by cluster level: (up to level, MB).
+_PLATFORM_MEMORY_MB = (((4, 5), 6 * 1024 * 1024), ((4, 7), 16 * 1024 * 1024), ((99, 99), 64 * 1024 * 1024))
 _FIXED_STATUS = frozenset({"_status", "_host", "_start_time", "_stop_time", "_creation_time", "_template",
                            "_original_template", "_cluster", "_id", "_href", "_fqdn", "_guest_operating_system"})
 
@@ -125,17 +128,35 @@ def get_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 def _validate_name(name: str, action: str) -> None:
-    if len(name) > 255 or not _NAME.match(name):
+    """Bean validation of the name's characters, then `VmCommand.isVmNameValidLength`
+    (docs/compatibility.md#engine-limits)."""
+    if not _NAME.match(name):
         raise bad_parameters(Msg.name_invalid(action, "VM"))
+    if len(name) > MAX_VM_NAME_LENGTH:
+        raise bad_parameters(Msg.name_too_long(action, "VM"))
 
 
-def _validate_memory(vm: types.Vm, action: str) -> None:
+def platform_memory_limit_mb(cluster: types.Cluster | None) -> int:
+    """`VM64BitMaxMemorySizeInMB` of the cluster's compatibility level (docs/compatibility.md#engine-limits)."""
+    version = cluster.version if cluster is not None else None
+    level = (version.major or 4, version.minor or 0) if version is not None else (4, 8)
+    for upto, limit in _PLATFORM_MEMORY_MB:
+        if level <= upto:
+            return limit
+    return _PLATFORM_MEMORY_MB[-1][1]
+
+
+def _validate_memory(vm: types.Vm, action: str, cluster: types.Cluster | None) -> None:
+    """Guaranteed within memory, then `VmHandler.validateMaxMemorySize`: memory within the maximum (a CONFLICT),
+    the maximum within the platform limit of the cluster level (a CONSTRAINT_VIOLATION)."""
     mp = vm.memory_policy
     if vm.memory is not None and mp is not None and mp.guaranteed is not None and mp.guaranteed > vm.memory:
         raise bad_parameters(Msg.GUARANTEED_ABOVE_MEMORY.format(action=action))
     if vm.memory is not None and mp is not None and mp.max is not None and mp.max < vm.memory:
-        raise bad_parameters(f"Cannot {action} VM. Memory size ({vm.memory // 2**20} MB) cannot exceed the "
-                             f"maximum memory size ({mp.max // 2**20} MB).")
+        raise conflict(Msg.memory_above_max(action, vm.memory // 2**20, mp.max // 2**20))
+    limit = platform_memory_limit_mb(cluster)
+    if mp is not None and mp.max is not None and mp.max // 2**20 > limit:
+        raise bad_parameters(Msg.max_memory_above_platform(action, mp.max // 2**20, limit))
 
 
 def _validate_custom_properties(vm: types.Vm, action: str) -> None:
@@ -209,7 +230,7 @@ def add_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
             and vm.cpu is not None and (vm.cpu.topology is not None or vm.cpu.cpu_tune is not None):
         raise conflict(Msg.CPU_UPDATE_NOT_PERMITTED)
     _inherit(vm, template, instance_type)
-    _validate_memory(vm, "add")
+    _validate_memory(vm, "add", cluster)
     _validate_custom_properties(vm, "add")
     _resolve_placement(store, vm)
 
@@ -314,7 +335,7 @@ def update_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
             raise conflict(Msg.VM_NAME_IN_USE.replace("Cannot add VM", "Cannot edit VM"))
     trial = shallow(vm)
     merge(trial, patch, skip=_FIXED_STATUS | {f"_{a}" for a in EMBEDDED})
-    _validate_memory(trial, "edit")
+    _validate_memory(trial, "edit", store.clusters.get(vm.cluster.id) if vm.cluster else None)
     _validate_custom_properties(trial, "edit")
     _resolve_placement(store, trial)
     vm.__dict__.update(trial.__dict__)

@@ -18,6 +18,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --no-create-home controller
 COPY --from=build /opt/venv /opt/venv
+# machine-api-operator starts its provider container as /machine-controller-manager with its own flags: under that
+# name the entry point takes them and runs the actuator side only (docs/compatibility.md#deployment-on-openshift).
+RUN ln -s /opt/venv/bin/ovirt-machine-controller /machine-controller-manager
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
 USER 65532:65532
 EXPOSE 8081 9440

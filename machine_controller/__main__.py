@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from machine_controller.config import build_parser, parse
+import sys
+from pathlib import Path
+
+from machine_controller.config import MAO_COMMAND, build_parser, from_mao_args, parse
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and Path(sys.argv[0]).name == MAO_COMMAND:
+        # Started by machine-api-operator under the Go provider's command name (the image links it): its flags.
+        argv = from_mao_args(sys.argv[1:])
     config = parse(argv)
     from machine_controller.app import run  # heavy imports only once the flags are valid
 

@@ -28,7 +28,9 @@ from machine_controller.runtime.kube import Rest, load_api_client
 from machine_controller.runtime.leader_election import LeaderElectionConfig
 from machine_controller.runtime.logging import configure_logging
 from machine_controller.runtime.manager import Manager
+from machine_controller.runtime.metrics_auth import MetricsAuth
 from machine_controller.runtime.ratelimit import controller_rate_limiter
+from machine_controller.runtime.server import ServingCert
 from machine_controller.runtime.workqueue import WorkQueue
 
 log = structlog.get_logger("app")
@@ -49,7 +51,9 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         api, registry=registry,
         health_address=(config.bind_address, config.health_port) if config.health_port else None,
         metrics_address=(config.bind_address, config.metrics_port) if config.metrics_port else None,
-        leader_election=leader)
+        leader_election=leader,
+        metrics_cert=ServingCert(config.metrics_cert_dir) if config.metrics_secure else None,
+        metrics_auth=MetricsAuth(rest) if config.metrics_secure else None)
 
     # The oVirt provider: one connection pool fed live from the credentials secret.
     pool = ConnectionPool(size=config.ovirt_connections)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import socket
 from dataclasses import dataclass
 
@@ -38,6 +39,39 @@ def select_controllers(spec: str) -> tuple[str, ...]:
     return selected
 
 
+# What runs when machine-api-operator starts this image as the `machine-controller` container of its
+# `machine-api-controllers` Deployment, in place of the Go provider: the command MAO gives it, and the actuator side
+# only, since the same pod runs MAO's own machineset, nodelink and health-check controllers
+# (docs/compatibility.md#deployment-on-openshift).
+MAO_COMMAND = "machine-controller-manager"
+MAO_CONTROLLERS = "machine,ovirt-nodes,remediation"
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")  # Go's time.Duration text: "120s", "1m30s"
+_GO_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:h|ms|m|s))+")
+_GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def from_mao_args(argv: list[str]) -> list[str]:
+    """MAO's flags for its provider container (klog's and controller-runtime's spelling: `--v=3`,
+    `--logtostderr=true`, `--leader-elect=true`, `--leader-elect-lease-duration=120s`, `--feature-gates=...`) in
+    this process's terms, after the actuator-side `--controllers`. Anything else is passed on as it is, so an
+    unknown flag is still a clear error."""
+    out = [f"--controllers={MAO_CONTROLLERS}"]
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if name in ("--logtostderr", "--alsologtostderr", "--feature-gates"):
+            continue  # logs always go to stderr; no feature gate changes what this process does
+        if name in ("--v", "-v") and value.isdigit():
+            out.append("--log-level=debug" if int(value) >= 4 else "--log-level=info")
+        elif name == "--leader-elect" and eq:
+            out.append("--leader-elect" if value.lower() in ("true", "1") else "--no-leader-elect")
+        elif name.startswith("--leader-elect-") and eq and _GO_DURATIONS.fullmatch(value):
+            seconds = sum(float(n) * _GO_UNITS[u] for n, u in _GO_DURATION.findall(value))
+            out.append(f"{name}={seconds:g}")
+        else:
+            out.append(arg)
+    return out
+
+
 def _controllers_arg(value: str) -> tuple[str, ...]:
     try:
         return select_controllers(value)
@@ -66,6 +100,8 @@ class Config:
     retry_period_s: float
     health_port: int
     metrics_port: int
+    metrics_secure: bool
+    metrics_cert_dir: str
     bind_address: str
     log_level: str
     identity: str
@@ -108,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--leader-elect-retry-period", dest="retry_period_s", type=float, default=20.0)
     p.add_argument("--health-port", type=int, default=9440, help="/healthz and /readyz (0: off)")
     p.add_argument("--metrics-port", type=int, default=8081, help="Prometheus /metrics (0: off)")
+    p.add_argument("--metrics-secure", action=argparse.BooleanOptionalAction, default=False,
+                   help="serve /metrics over HTTPS to callers whose bearer token passes a TokenReview and a "
+                        "SubjectAccessReview for GET /metrics (controller-runtime's secure metrics serving)")
+    p.add_argument("--metrics-cert-dir", default="",
+                   help="directory holding tls.crt and tls.key for --metrics-secure (a mounted serving-cert "
+                        "Secret; re-read when rotated)")
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the health and metrics servers")
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     p.add_argument("--identity", default=env("POD_NAME") or socket.gethostname(),
@@ -116,5 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse(argv: list[str] | None = None) -> Config:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.metrics_secure and not args.metrics_cert_dir:
+        parser.error("--metrics-secure needs --metrics-cert-dir (the serving certificate's tls.crt and tls.key)")
+    missing = [f for f in ("tls.crt", "tls.key") if not os.path.isfile(os.path.join(args.metrics_cert_dir, f))]
+    if args.metrics_secure and missing:
+        parser.error(f"--metrics-cert-dir {args.metrics_cert_dir!r} lacks {' and '.join(missing)}")
+    if args.metrics_secure and args.metrics_port and args.metrics_port == args.health_port:
+        parser.error("--metrics-secure needs a --metrics-port other than --health-port (probes are plain HTTP)")
     return Config(**vars(args))

@@ -28,7 +28,8 @@ from .controller import Controller
 from .informer import Informer
 from .leader_election import LeaderElectionConfig, LeaderElector
 from .logging import get_logger
-from .server import HealthServer
+from .metrics_auth import MetricsAuth
+from .server import HealthServer, ServingCert
 
 
 class Manager:
@@ -40,6 +41,8 @@ class Manager:
         metrics_address: tuple[str, int] | None = ("0.0.0.0", 8081),
         leader_election: LeaderElectionConfig | None = None,
         shutdown_timeout: float = 30.0,
+        metrics_cert: ServingCert | None = None,
+        metrics_auth: MetricsAuth | None = None,
     ) -> None:
         self.api_client = api_client
         self.registry = registry
@@ -55,12 +58,17 @@ class Manager:
 
         self.servers: list[HealthServer] = []
         self.health: HealthServer | None = None
+        same_port = (health_address is not None and metrics_address is not None
+                     and tuple(metrics_address) == tuple(health_address))
+        if same_port and (metrics_cert is not None or metrics_auth is not None):
+            # Probes are plain HTTP without a token; protected metrics need a port of their own.
+            raise ValueError("protected metrics need a port other than the health port")
         if health_address is not None:
-            same_port = metrics_address is not None and tuple(metrics_address) == tuple(health_address)
             self.health = HealthServer(*health_address, registry=registry, serve_metrics=same_port)
             self.servers.append(self.health)
         if metrics_address is not None and (health_address is None or tuple(metrics_address) != tuple(health_address)):
-            self.servers.append(HealthServer(*metrics_address, registry=registry, serve_health=False))
+            self.servers.append(HealthServer(*metrics_address, registry=registry, serve_health=False,
+                                             serving_cert=metrics_cert, metrics_auth=metrics_auth))
         if self.health is not None:
             self.health.add_readyz_check("informers-synced", self.informers_synced)
 

@@ -37,3 +37,55 @@ def test_unknown_name_stops_the_process_at_start_up(capsys):
         parse(["--controllers=machine,nodelinks"])
     assert exit_.value.code == 2
     assert "unknown controller 'nodelinks'" in capsys.readouterr().err
+
+
+def test_help_lists_every_controller_name():
+    from machine_controller.config import build_parser
+
+    help_text = " ".join(build_parser().format_help().split())  # argparse wraps lines at any space
+    for name in CONTROLLER_NAMES:
+        assert f" {name}," in help_text or f" {name} (default" in help_text, name
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--metrics-secure"], "--metrics-secure needs --metrics-cert-dir"),
+    (["--metrics-secure", "--metrics-cert-dir=/nonexistent"], "lacks tls.crt and tls.key"),
+    (["--metrics-secure", "--metrics-cert-dir={dir}", "--metrics-port=9440"], "other than --health-port"),
+])
+def test_protected_metrics_misconfigured_stop_the_process_at_start_up(args, message, tmp_path, capsys):
+    (tmp_path / "tls.crt").write_text("x")
+    (tmp_path / "tls.key").write_text("x")
+    with pytest.raises(SystemExit) as exit_:
+        parse([a.format(dir=tmp_path) for a in args])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+# The args machine-api-operator gives its `machine-controller` container (docs/compatibility.md#deployment-on-openshift).
+MAO_ARGS = ["--logtostderr=true", "--v=3", "--leader-elect=true", "--leader-elect-lease-duration=120s",
+            "--namespace=openshift-machine-api", "--feature-gates=MachineAPIMigration=false,Foo=true"]
+
+
+def test_maos_flags_run_the_actuator_side_with_maos_settings():
+    from machine_controller.config import from_mao_args
+
+    config = parse(from_mao_args(MAO_ARGS))
+    assert config.controllers == ("machine", "remediation", "ovirt-nodes")
+    assert (config.leader_elect, config.lease_duration_s, config.namespace) == (True, 120.0, "openshift-machine-api")
+    assert config.log_level == "info"
+    assert parse(from_mao_args(["--v=4", "--leader-elect=false", "--leader-elect-renew-deadline=1m30s"])) \
+        .renew_deadline_s == 90.0
+
+
+def test_started_as_maos_command_the_image_takes_maos_flags(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from machine_controller.config import MAO_COMMAND
+
+    link = tmp_path / MAO_COMMAND  # the image links its entry point to the Go provider's command (Dockerfile)
+    link.symlink_to(Path(sys.executable).parent / "ovirt-machine-controller")
+    run = subprocess.run([str(link), *MAO_ARGS, "--no-such-flag"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "unrecognized arguments: --no-such-flag" in run.stderr, run.stderr  # MAO's own flags all understood

@@ -5,12 +5,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv system-deps kube-binaries crds check-crds lint clean
+.PHONY: demo test venv system-deps kube-binaries mao-binaries crds check-crds lint clean
 
 demo: venv kube-binaries
 	$(PY) -m hack.demo
 
-test: venv kube-binaries
+test: venv kube-binaries mao-binaries
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -30,6 +30,11 @@ $(STAMP): pyproject.toml constraints.txt
 # Built once per machine into ~/.cache/ovirt-machine-controller (see hack/controlplane/build.py).
 kube-binaries: venv
 	$(PY) -m hack.controlplane.build >/dev/null
+
+# machine-api-operator's machineset, nodelink and health-check controllers, for the drop-in tests (built once into
+# the same cache, see hack/controlplane/mao.py).
+mao-binaries: venv
+	$(PY) -m hack.controlplane.mao >/dev/null
 
 crds: venv
 	$(PY) -m hack.gen_crds

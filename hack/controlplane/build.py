@@ -60,11 +60,11 @@ class Binaries:
         return [n for n in (*KUBE_COMMANDS, "etcd") if not os.access(self.path(n), os.X_OK)]
 
 
-def _log(msg: str) -> None:
+def log(msg: str) -> None:
     print(f"[build] {msg}", file=sys.stderr, flush=True)
 
 
-def _go_env() -> dict[str, str]:
+def go_env() -> dict[str, str]:
     env = dict(os.environ)
     # Never let a go.mod `toolchain` line download another Go: the proxy serves modules, not toolchains.
     env.setdefault("GOTOOLCHAIN", "local")
@@ -90,9 +90,9 @@ def staging_modules(kube_version: str) -> list[str]:
     return re.findall(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", gomod, re.MULTILINE)
 
 
-def _run(cmd: list[str], cwd: Path) -> None:
-    _log(" ".join(cmd))
-    subprocess.run(cmd, cwd=cwd, env=_go_env(), check=True)
+def run_go(cmd: list[str], cwd: Path) -> None:
+    log(" ".join(cmd))
+    subprocess.run(cmd, cwd=cwd, env=go_env(), check=True)
 
 
 def _version_ldflags(version: str) -> str:
@@ -118,12 +118,12 @@ def build_kube(b: Binaries) -> None:
         "module omc.local/kubebuild\n\ngo 1.25.0\n\n"
         f"require k8s.io/kubernetes {b.kube_version}\n\nreplace (\n{replaces}\n)\n"
     )
-    _run(["go", "mod", "download", "k8s.io/kubernetes"], work)
+    run_go(["go", "mod", "download", "k8s.io/kubernetes"], work)
     tmp_out = b.kube_dir.with_name("bin.partial")
     shutil.rmtree(tmp_out, ignore_errors=True)
     tmp_out.mkdir(parents=True)
     pkgs = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS]
-    _run(["go", "build", "-trimpath", "-ldflags", _version_ldflags(b.kube_version), "-o", str(tmp_out), *pkgs], work)
+    run_go(["go", "build", "-trimpath", "-ldflags", _version_ldflags(b.kube_version), "-o", str(tmp_out), *pkgs], work)
     shutil.rmtree(b.kube_dir, ignore_errors=True)
     tmp_out.rename(b.kube_dir)  # atomic: a half-built set is never taken for a whole one
 
@@ -140,7 +140,7 @@ def build_etcd(b: Binaries) -> None:
         "func main() { etcdmain.Main(os.Args) }\n"
     )
     b.etcd_dir.mkdir(parents=True, exist_ok=True)
-    _run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(b.etcd_dir / "etcd.partial"), "."], work)
+    run_go(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(b.etcd_dir / "etcd.partial"), "."], work)
     (b.etcd_dir / "etcd.partial").rename(b.etcd_dir / "etcd")
 
 
@@ -152,13 +152,13 @@ def ensure_binaries(b: Binaries | None = None) -> Binaries:
     if not shutil.which("go"):
         raise RuntimeError("Go is needed to build the control plane binaries, and `go` is not on PATH")
     start = time.monotonic()
-    _log(f"building {', '.join(missing)} (Kubernetes {b.kube_version}, etcd {b.etcd_version}) into {cache_dir()};"
+    log(f"building {', '.join(missing)} (Kubernetes {b.kube_version}, etcd {b.etcd_version}) into {cache_dir()};"
          " the first build takes several minutes, later runs reuse it")
     if "etcd" in missing:
         build_etcd(b)
     if any(n in missing for n in KUBE_COMMANDS):
         build_kube(b)
-    _log(f"built in {time.monotonic() - start:.0f}s")
+    log(f"built in {time.monotonic() - start:.0f}s")
     return b
 
 

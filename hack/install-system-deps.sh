@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages the project builds against, only when something is missing:
-# libxml2 and libcurl headers for ovirt-engine-sdk-python (its C extension and pycurl), gcc, Python venv.
+# libxml2 and libcurl headers for ovirt-engine-sdk-python (its C extension and pycurl), gcc, Python venv,
+# a JDK and Maven for the simulator's Java SDK client.
 # Go is expected on PATH for the control-plane build (the machine image ships it).
 set -euo pipefail
 need=()
@@ -10,6 +11,9 @@ have_header /usr/include/x86_64-linux-gnu/curl/curl.h || have_header /usr/includ
 have_header /usr/include/openssl/ssl.h || need+=(libssl-dev)
 command -v gcc >/dev/null || need+=(gcc)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# The Java SDK client of the simulator (hack/javaclient): a JDK 17+ and Maven.
+command -v javac >/dev/null || need+=(default-jdk-headless)
+command -v mvn >/dev/null || need+=(maven)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -24,7 +24,9 @@ PROJECT = Path(__file__).resolve().parent
 MAIN_CLASS = "javaclient.SimulatorStory"
 # A client that lives seconds: the C1 compiler only and the serial collector, so no optimising compiler or GC
 # threads compete with the simulator and the tests for the machine's two cores.
-JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+# The SDK's complaints about what it read go to stderr, one line each (slf4j-simple).
+JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto",
+               "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.showDateTime=false")
 
 
 def _sources() -> list[Path]:

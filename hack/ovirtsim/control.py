@@ -165,6 +165,8 @@ class ControlApi:
             "host": host.name if host else None, "host_name": guest.host_name(vm),
             "ips": [ip.address for d in guest.reported_devices(store, vm) for ip in d.ips],
             "node_name": rt.node_name, "provisioned": rt.provisioned, "crashed": rt.crashed,
+            "node_error": self.engine.node_agent.error_of(rt.node_name) if self.engine.node_agent and rt.node_name
+            else None,
         }
         if detail:
             out["init_mode"] = rt.init_mode

@@ -212,6 +212,12 @@ class _GuestView:
 class _NodeState:
     last_heartbeat: float = 0.0
     posted: str = ""  # "True", "False" or "Unknown": the Ready status last written
+    error: str | None = None  # why the last write failed (e.g. a name the API server refuses), reported once
+    retry_at: float = 0.0  # a failed kubelet tries again from then on, backing off
+    failures: int = 0
+
+
+NODE_RETRY_MAX = 30.0  # seconds: the longest a failing kubelet waits before trying again
 
 
 class NodeAgent:
@@ -266,25 +272,54 @@ class NodeAgent:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
 
+    def error_of(self, node: str) -> str | None:
+        """Why this guest's kubelet last failed to write its Node (None: it did not)."""
+        state = self._nodes.get(node)
+        return state.error if state is not None else None
+
     def sync(self) -> None:
+        """One pass over every guest. Each kubelet is independent, as on real machines: one whose Node the API
+        server refuses (an invalid name, a webhook, an outage) is reported, backs off and is skipped, and the
+        other guests are served in the same pass."""
         now = time.time()
-        t = self.engine.timings
         seen = set()
         for view in self._views():
             seen.add(view.node)
             state = self._nodes.setdefault(view.node, _NodeState())
-            if view.running:
-                if state.posted != "True" or now - state.last_heartbeat >= t.node_heartbeat:
-                    self._post_ready(view, state, now)
-            elif view.graceful_stop and state.posted == "True":
-                self._post_condition(view.node, state, "False", "KubeletNotReady", "node is shutting down", now)
-            elif state.posted not in ("Unknown", "False") and now - state.last_heartbeat >= t.node_unknown_after:
-                self._post_condition(view.node, state, "Unknown", "NodeStatusUnknown",
-                                     "Kubelet stopped posting node status.", now)
+            self._guarded(view.vm_id, view.node, state, now, lambda: self._sync_guest(view, state, now))
         for name, state in self._nodes.items():  # guests of removed VMs went silent
-            if name not in seen and state.posted == "True" and now - state.last_heartbeat >= t.node_unknown_after:
-                self._post_condition(name, state, "Unknown", "NodeStatusUnknown",
-                                     "Kubelet stopped posting node status.", now)
+            if name not in seen and state.posted == "True" \
+                    and now - state.last_heartbeat >= self.engine.timings.node_unknown_after:
+                self._guarded(None, name, state, now, lambda: self._post_condition(
+                    name, state, "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.", now))
+
+    def _sync_guest(self, view: _GuestView, state: _NodeState, now: float) -> None:
+        t = self.engine.timings
+        if view.running:
+            if state.posted != "True" or now - state.last_heartbeat >= t.node_heartbeat:
+                self._post_ready(view, state, now)
+        elif view.graceful_stop and state.posted == "True":
+            self._post_condition(view.node, state, "False", "KubeletNotReady", "node is shutting down", now)
+        elif state.posted not in ("Unknown", "False") and now - state.last_heartbeat >= t.node_unknown_after:
+            self._post_condition(view.node, state, "Unknown", "NodeStatusUnknown",
+                                 "Kubelet stopped posting node status.", now)
+
+    def _guarded(self, vm_id: str | None, node: str, state: _NodeState, now: float, write: Any) -> None:
+        if now < state.retry_at:
+            return
+        try:
+            write()
+        except Exception as exc:  # any refusal of one guest's write stays with that guest
+            reason = _describe(exc)
+            if reason != state.error:
+                log.warning("guest %s: Node %s not written: %s", vm_id or "(removed VM)", node, reason)
+            state.error = reason
+            state.failures += 1
+            state.retry_at = now + min(NODE_RETRY_MAX, self.engine.timings.node_heartbeat * 2 ** state.failures)
+            return
+        if state.error is not None:
+            log.info("guest %s: Node %s written again", vm_id or "(removed VM)", node)
+        state.error, state.failures, state.retry_at = None, 0, 0.0
 
     @staticmethod
     def _ts(now: float) -> str:
@@ -364,3 +399,17 @@ class NodeAgent:
             if exc.status != 404:
                 raise
         state.posted = ready
+
+
+def _describe(exc: Exception) -> str:
+    """An API server refusal as its status and message (`Node "Bad_Name" is invalid: ...`), else the exception."""
+    body = getattr(exc, "body", None)
+    status = getattr(exc, "status", None)
+    if body:
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        if message:
+            return f"{status} {message}"
+    return f"{type(exc).__name__}: {exc}"

@@ -122,3 +122,22 @@ def test_invalid_ignition_never_joins(guest_env):
     assert _node(core, bad) is None
     bad_vm = next(v for v in sim.control.vms() if v["name"] == bad)
     assert bad_vm["status"] == "up" and bad_vm["ips"] == [] and bad_vm["provisioned"] is False
+
+
+def test_a_guest_the_api_server_refuses_does_not_hold_back_the_others(guest_env):
+    """Each guest's kubelet is on its own: a Node name the API server refuses is reported for that VM, and the
+    guests started after it still join (before, the first refusal ended every pass of the Node sync)."""
+    sim, conn, core, created = guest_env
+    suffix = uuid.uuid4().hex[:6]
+    bad, good = f"Bad_Name_{suffix}", f"good-{suffix}"  # a valid VM name, an invalid Node name
+    created += [bad, good]
+    bad_vm = _start_vm(conn, bad, IGNITION)
+    _wait(lambda: next(v for v in sim.control.vms() if v["id"] == bad_vm.id)["node_error"])
+    _start_vm(conn, good, IGNITION)
+    node = _wait(lambda: (lambda n: n if n is not None and _ready(n) == "True" else None)(_node(core, good)))
+    assert node.status.node_info.system_uuid != bad_vm.id
+    report = sim.control.vm(bad_vm.id)
+    assert report["status"] == "up" and report["provisioned"] is True and report["node_name"] == bad
+    assert "is invalid" in report["node_error"] and bad in report["node_error"]
+    assert report["node_error"] in sim.log_file.read_text()  # reported once in the simulator's log
+    assert _node(core, bad) is None

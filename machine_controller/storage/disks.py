@@ -118,6 +118,20 @@ class Disks:
             return False
         return True
 
+    def resize(self, disk_id: str, size_bytes: int) -> types.Disk:
+        """Grow the disk to `round_size(size_bytes)` (the engine refuses to shrink; it locks the disk while it
+        extends, so callers wait for `ok` before relying on the new size). Never acts on a locked disk."""
+        disk = self.get(disk_id)
+        if disk is None:
+            raise NotFoundError(f"disk {disk_id} not found")
+        if status_of(disk) != "ok":
+            raise DiskLocked(f"disk {disk_id} is {status_of(disk)}; not extending it now")
+        size = round_size(size_bytes)
+        if (disk.provisioned_size or 0) >= size:
+            return disk
+        return self.client.call(f"extend disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id)
+                                .update(types.Disk(provisioned_size=size)))
+
     def attachments_of_disk(self, disk_id: str) -> list[str]:
         """Ids of the VMs the disk is attached to (every VM with its attachments inlined; one request)."""
         vms = self.client.call(f"VMs of disk {disk_id}",

@@ -235,14 +235,16 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
         raise Failure(f"{argv[0]} not found on this node")
 
 
-def _must(argv: list[str]) -> None:
+def must_run(argv: list[str]) -> None:
     proc = _run(argv)
     if proc.returncode != 0:
         raise Failure(f"{' '.join(argv)} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()}")
 
 
 def current_fs(device: str) -> str:
-    proc = _run(["blkid", "-o", "value", "-s", "TYPE", device])
+    # No cache (-c /dev/null): device names are reused after a detach, and blkid's cache would report the
+    # filesystem of the disk that had the name before, so an empty disk would go unformatted.
+    proc = _run(["blkid", "-c", "/dev/null", "-o", "value", "-s", "TYPE", device])
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
@@ -270,22 +272,28 @@ def cmd_mountdevice(args: list[str]) -> dict:
         raise Failure(f"device {device} does not exist")
     if is_mountpoint(mount_dir):
         return success(message=f"{mount_dir} already mounted")
+    ro = opts.get("kubernetes.io/readwrite") == "ro"
+    format_and_mount(device, mount_dir, fs, ["ro"] if ro else [])
+    return success()
+
+
+def format_and_mount(device: str, mount_dir: str, fs: str, mount_options: list[str]) -> None:
+    """Make `fs` on the device if it holds no filesystem (never over another one: that is data), then mount it.
+    Shared by this driver's mountdevice and the CSI driver's NodeStageVolume."""
     have = current_fs(device)
     if not have:
-        _must(["mkfs.xfs", "-f", device] if fs == "xfs" else ["mkfs.ext4", "-F", "-q", device])
+        must_run(["mkfs.xfs", "-f", device] if fs == "xfs" else ["mkfs.ext4", "-F", "-q", device])
     elif have != fs:
         raise Failure(f"device {device} holds {have}, not {fs}: not formatting a disk that has data")
     os.makedirs(mount_dir, exist_ok=True)
-    ro = opts.get("kubernetes.io/readwrite") == "ro"
-    _must(["mount", "-t", fs] + (["-o", "ro"] if ro else []) + [device, mount_dir])
-    return success()
+    must_run(["mount", "-t", fs] + (["-o", ",".join(mount_options)] if mount_options else []) + [device, mount_dir])
 
 
 def cmd_unmountdevice(args: list[str]) -> dict:
     if len(args) < 1:
         raise Failure("expected <mount dir>")
     if is_mountpoint(args[0]):
-        _must(["umount", args[0]])
+        must_run(["umount", args[0]])
     return success()
 
 

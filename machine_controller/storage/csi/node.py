@@ -1,0 +1,209 @@
+"""The CSI Node service: the attached disk's device, staged (formatted if empty, mounted at the staging path),
+bind-mounted into pods (read-only when asked), grown and measured (docs/storage.md#csi-driver).
+
+The device is found by the disk's serial under /dev/disk/by-id, as the FlexVolume driver finds it (full and
+20-character serials, virtio-scsi and virtio-blk links; `OVIRT_FLEXDRIVER_BY_ID_DIR` points tests at a directory
+of their own links to loop devices), so the node needs no engine credentials. The node id is the VM id: `--node-id`,
+else the SMBIOS UUID the VM reports (/sys/class/dmi/id/product_uuid, what kubelet reports as systemUUID).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import grpc
+
+from ..flexvolume import Failure, current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
+from .errors import CsiError, invalid, not_found, rpc
+from .volumes import DEFAULT_FS, is_block, unsupported
+
+DEVICE_WAIT_S = 10.0  # udev may create the by-id link a moment after the hot-plug
+
+
+def _mount_source(path: str) -> str:
+    """The device (or, for a bind mount, the root inside it) mounted at `path`, from /proc/self/mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == path:
+                return fields[fields.index("-") + 2]
+    return ""
+
+
+def _device_size(device: str) -> int:
+    with open(device, "rb") as f:
+        return f.seek(0, os.SEEK_END)
+
+
+def _failure(e: Failure) -> CsiError:
+    return CsiError(grpc.StatusCode.INTERNAL, str(e))
+
+
+def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DEVICE_WAIT_S) -> Any:
+    caps = pb.NodeServiceCapability.RPC.Type
+
+    def wait_device(volume_id: str) -> str:
+        deadline = time.monotonic() + device_wait_s
+        while True:
+            dev = find_device(volume_id)
+            if dev:
+                return dev
+            if time.monotonic() >= deadline:
+                raise not_found(f"no device for volume {volume_id} (looked for "
+                                f"{', '.join(str(p) for p in device_links(volume_id))}); is it published here?")
+            time.sleep(0.2)
+
+    def check_cap(request: Any) -> Any:
+        if not request.HasField("volume_capability"):
+            raise invalid("volume_capability is required")
+        why = unsupported(pb, request.volume_capability)
+        if why:
+            raise invalid(why)
+        return request.volume_capability
+
+    def unmount(path: str) -> None:
+        try:
+            if is_mountpoint(path):
+                must_run(["umount", path])
+        except Failure as e:
+            raise _failure(e)
+
+    class Node(pb_grpc.NodeServicer):
+        @rpc
+        def NodeGetCapabilities(self, request, context):
+            return pb.NodeGetCapabilitiesResponse(capabilities=[
+                pb.NodeServiceCapability(rpc=pb.NodeServiceCapability.RPC(type=t))
+                for t in (caps.STAGE_UNSTAGE_VOLUME, caps.GET_VOLUME_STATS, caps.EXPAND_VOLUME)])
+
+        @rpc
+        def NodeGetInfo(self, request, context):
+            return pb.NodeGetInfoResponse(node_id=node_id)
+
+        @rpc
+        def NodeStageVolume(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.staging_target_path:
+                raise invalid("staging_target_path is required")
+            cap = check_cap(request)
+            device = wait_device(request.volume_id)
+            if is_block(cap):
+                return pb.NodeStageVolumeResponse()  # the raw device is bind-mounted at publish
+            path = request.staging_target_path
+            if is_mountpoint(path):
+                if os.path.realpath(_mount_source(path)) != os.path.realpath(device):
+                    raise CsiError(grpc.StatusCode.ALREADY_EXISTS, f"{path} holds another device")
+                return pb.NodeStageVolumeResponse()
+            fs = (cap.mount.fs_type or DEFAULT_FS).lower()
+            try:
+                format_and_mount(device, path, fs, list(cap.mount.mount_flags))
+            except Failure as e:
+                raise _failure(e)
+            return pb.NodeStageVolumeResponse()
+
+        @rpc
+        def NodeUnstageVolume(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.staging_target_path:
+                raise invalid("staging_target_path is required")
+            unmount(request.staging_target_path)
+            return pb.NodeUnstageVolumeResponse()
+
+        @rpc
+        def NodePublishVolume(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.target_path:
+                raise invalid("target_path is required")
+            if not request.staging_target_path:
+                raise invalid("staging_target_path is required (this driver stages volumes)")
+            cap = check_cap(request)
+            target = request.target_path
+            if is_mountpoint(target):
+                return pb.NodePublishVolumeResponse()
+            if is_block(cap):
+                source = wait_device(request.volume_id)
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                open(target, "a").close()  # a bind mount of a device needs a file to cover
+            else:
+                source = request.staging_target_path
+                if not is_mountpoint(source):
+                    raise CsiError(grpc.StatusCode.FAILED_PRECONDITION, f"volume is not staged at {source}")
+                os.makedirs(target, exist_ok=True)
+            options = ["bind"]
+            try:
+                must_run(["mount", "-o", ",".join(options), source, target])
+                if request.readonly:
+                    # A bind mount takes `ro` only on a remount (mount(8)).
+                    must_run(["mount", "-o", "remount,bind,ro", target])
+            except Failure as e:
+                raise _failure(e)
+            return pb.NodePublishVolumeResponse()
+
+        @rpc
+        def NodeUnpublishVolume(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.target_path:
+                raise invalid("target_path is required")
+            target = request.target_path
+            unmount(target)
+            if os.path.isdir(target):
+                os.rmdir(target)
+            elif os.path.lexists(target):
+                os.remove(target)
+            return pb.NodeUnpublishVolumeResponse()
+
+        @rpc
+        def NodeGetVolumeStats(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.volume_path:
+                raise invalid("volume_path is required")
+            path = request.volume_path
+            if not os.path.exists(path):
+                raise not_found(f"{path} does not exist")
+            if find_device(request.volume_id) is None:
+                raise not_found(f"volume {request.volume_id} is not attached to this node")
+            usage = pb.VolumeUsage
+            if os.path.isfile(path) or not os.path.isdir(path):  # a block volume: the device bound on a file
+                return pb.NodeGetVolumeStatsResponse(usage=[usage(unit=usage.BYTES,
+                                                                  total=_device_size(path))])
+            st = os.statvfs(path)
+            return pb.NodeGetVolumeStatsResponse(usage=[
+                usage(unit=usage.BYTES, total=st.f_blocks * st.f_frsize, available=st.f_bavail * st.f_frsize,
+                      used=(st.f_blocks - st.f_bfree) * st.f_frsize),
+                usage(unit=usage.INODES, total=st.f_files, available=st.f_favail, used=st.f_files - st.f_ffree)])
+
+        @rpc
+        def NodeExpandVolume(self, request, context):
+            if not request.volume_id:
+                raise invalid("volume_id is required")
+            if not request.volume_path:
+                raise invalid("volume_path is required")
+            path = request.volume_path
+            if not os.path.exists(path):
+                raise not_found(f"{path} does not exist")
+            device = find_device(request.volume_id)
+            if device is None:
+                raise not_found(f"volume {request.volume_id} is not attached to this node")
+            if (request.HasField("volume_capability") and is_block(request.volume_capability)) or os.path.isfile(path):
+                return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
+            fs = current_fs(device)
+            if not fs:  # a raw block volume (the user's data, no filesystem of ours): the device itself grew
+                return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
+            try:
+                if fs.startswith("ext"):
+                    must_run(["resize2fs", device])
+                elif fs == "xfs":
+                    must_run(["xfs_growfs", path])
+                else:
+                    raise invalid(f"cannot grow filesystem {fs!r} on {device}")
+            except Failure as e:
+                raise _failure(e)
+            return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
+
+    return Node()

@@ -1,0 +1,128 @@
+"""`ovirt-csi-driver`: flags, the gRPC server on the CSI endpoint, signals (docs/storage.md#csi-driver).
+
+The controller Deployment runs `--services controller` beside external-provisioner and external-attacher; the node
+DaemonSet runs `--services node` beside node-driver-registrar. The engine credentials are the keys of the
+`ovirt-credentials` Secret mounted as files (`--credentials-dir`), needed by the controller side only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import stat
+import sys
+import threading
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+
+from machine_controller.ovirt.client import OvirtClient
+from machine_controller.ovirt.connection import ConnectionPool
+from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
+from machine_controller.runtime.logging import configure_logging, get_logger
+
+from ..disks import Disks
+from . import spec
+from .controller import controller_servicer
+from .identity import identity_servicer
+from .node import DEVICE_WAIT_S, node_servicer
+from .volumes import DRIVER_NAME
+
+log = get_logger(__name__)
+SERVICES = ("controller", "node")
+SMBIOS_UUID = "/sys/class/dmi/id/product_uuid"
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ovirt-csi-driver", description=f"The {DRIVER_NAME} CSI driver for oVirt disks.")
+    p.add_argument("--endpoint", default="unix:///csi/csi.sock",
+                   help="unix:///path/csi.sock (a stale socket is replaced) or host:port")
+    p.add_argument("--services", default="controller,node",
+                   help="which CSI services besides Identity: controller, node or both (comma-separated)")
+    p.add_argument("--node-id", default="",
+                   help=f"the node's VM id (default: the SMBIOS UUID in {SMBIOS_UUID}, which oVirt sets to it)")
+    p.add_argument("--credentials-dir", default="/etc/ovirt-credentials",
+                   help="a directory with the ovirt-credentials Secret's keys as files (controller only)")
+    p.add_argument("--device-wait", type=float, default=DEVICE_WAIT_S,
+                   help="seconds a node call waits for the disk's /dev/disk/by-id link to appear")
+    p.add_argument("--workers", type=int, default=8, help="concurrent gRPC calls")
+    p.add_argument("--log-level", default="info")
+    args = p.parse_args(argv)
+    args.services = [s.strip() for s in args.services.split(",") if s.strip()]
+    bad = set(args.services) - set(SERVICES)
+    if bad or not args.services:
+        p.error(f"--services takes controller and/or node, got {args.services}")
+    return args
+
+
+def read_credentials_dir(path: str) -> dict[str, str]:
+    d = Path(path)
+    if not d.is_dir():
+        raise InvalidCredentials(f"credentials directory {path} does not exist")
+    return {f.name: f.read_text() for f in d.iterdir() if f.name.startswith("ovirt_") and f.is_file()}
+
+
+def node_id_of(args: argparse.Namespace) -> str:
+    if args.node_id:
+        return args.node_id
+    try:
+        return Path(SMBIOS_UUID).read_text().strip().lower()
+    except OSError as e:
+        raise SystemExit(f"ovirt-csi-driver: --node-id not given and {SMBIOS_UUID} unreadable: {e}")
+
+
+def listen_address(endpoint: str) -> str:
+    if endpoint.startswith("unix:"):
+        path = endpoint[len("unix:"):].lstrip("/")
+        path = "/" + path
+        parent = os.path.dirname(path)
+        if not os.path.isdir(parent):
+            raise SystemExit(f"ovirt-csi-driver: the socket's directory {parent} does not exist")
+        if os.path.lexists(path) and stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.remove(path)  # left by a previous run of the driver
+        return f"unix://{path}"
+    return endpoint.removeprefix("tcp://")
+
+
+def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple[grpc.Server, ConnectionPool | None]:
+    pb, pb_grpc = spec.load()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers))
+    client = None
+    if "controller" in args.services:
+        if pool is None:
+            pool = ConnectionPool(size=4, user_agent="ovirt-csi-driver")
+            pool.set_credentials(from_secret_data(read_credentials_dir(args.credentials_dir), encoded=False))
+        client = OvirtClient(pool)
+        pb_grpc.add_ControllerServicer_to_server(controller_servicer(pb, pb_grpc, Disks(client)), server)
+    if "node" in args.services:
+        pb_grpc.add_NodeServicer_to_server(node_servicer(pb, pb_grpc, node_id_of(args), args.device_wait), server)
+    pb_grpc.add_IdentityServicer_to_server(
+        identity_servicer(pb, pb_grpc, "controller" in args.services, client.ping if client else None), server)
+    server.add_insecure_port(listen_address(args.endpoint))
+    return server, pool
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    configure_logging(args.log_level)
+    try:
+        server, pool = build(args)
+    except (InvalidCredentials, spec.SpecUnavailable) as e:
+        print(f"ovirt-csi-driver: {e}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    log.info("serving", driver=DRIVER_NAME, endpoint=args.endpoint, services=args.services)
+    stop.wait()
+    server.stop(grace=5).wait()
+    if pool is not None:
+        pool.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,12 +5,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries crds check-crds lint clean
+.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools crds check-crds lint clean
 
 demo: venv kube-binaries
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries
+test: venv kube-binaries mao-binaries csi-tools
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -35,6 +35,12 @@ kube-binaries: venv
 # the same cache, see hack/controlplane/mao.py).
 mao-binaries: venv
 	$(PY) -m hack.controlplane.mao >/dev/null
+
+# csi-sanity, external-provisioner and external-attacher, for the CSI driver's tests (built once into the same
+# cache, see hack/controlplane/csi_tools.py); the CSI stubs are generated from csi.proto at the same step.
+csi-tools: venv
+	$(PY) -m hack.controlplane.csi_tools >/dev/null
+	$(PY) -m machine_controller.storage.csi.spec >/dev/null
 
 crds: venv
 	$(PY) -m hack.gen_crds

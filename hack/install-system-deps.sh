@@ -11,6 +11,8 @@ have_header /usr/include/x86_64-linux-gnu/curl/curl.h || have_header /usr/includ
 have_header /usr/include/openssl/ssl.h || need+=(libssl-dev)
 command -v gcc >/dev/null || need+=(gcc)
 command -v pkg-config >/dev/null || need+=(pkg-config)
+# The storage driver formats ext4 and xfs; its tests run both on a loop device (test/unit/storage).
+command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
 # The Java SDK client of the simulator (hack/javaclient): a JDK 17+ and Maven.
 command -v javac >/dev/null || need+=(default-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)

@@ -27,17 +27,23 @@ def _atomic_write(path: Path, data: str, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path) -> None:
+def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path, sa_dir: Path = SA,
+            kube_server: str | None = None) -> None:
+    """Write the driver, its package and its configuration into `plugin_dir` (the host's `host_plugin_dir`,
+    mounted into the pod). `sa_dir` holds the pod's token and CA; `kube_server` defaults to the in-cluster
+    address from KUBERNETES_SERVICE_HOST/PORT."""
     target = plugin_dir / VENDOR_DIR
     target.mkdir(parents=True, exist_ok=True)
     host_target = host_plugin_dir / VENDOR_DIR
     conf = {p.name: p.read_text() for p in creds_dir.iterdir() if p.is_file() and p.name.startswith("ovirt_")}
-    (target / "token").write_text((SA / "token").read_text()) if (SA / "token").exists() else None
-    os.chmod(target / "token", 0o600) if (target / "token").exists() else None
-    if (SA / "ca.crt").exists():
-        shutil.copyfile(SA / "ca.crt", target / "kube-ca.crt")
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-    conf.update(kube_server=f"https://{host}:{port}", kube_token_file=str(host_target / "token"),
+    if (sa_dir / "token").exists():
+        _atomic_write(target / "token", (sa_dir / "token").read_text(), 0o600)
+    if (sa_dir / "ca.crt").exists():
+        _atomic_write(target / "kube-ca.crt", (sa_dir / "ca.crt").read_text(), 0o644)
+    if kube_server is None:
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST", ""), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        kube_server = f"https://{host}:{port}"
+    conf.update(kube_server=kube_server, kube_token_file=str(host_target / "token"),
                 kube_ca_file=str(host_target / "kube-ca.crt"))
     _atomic_write(target / "ovirt-flexvolume-driver.json", json.dumps(conf), 0o600)
     lib = target / "lib"

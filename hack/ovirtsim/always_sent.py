@@ -67,6 +67,7 @@ ALWAYS_SENT: dict[type, dict[str, Any]] = {
                           "hosts": EMPTY_LIST, "vms": EMPTY_LIST, "host_labels": EMPTY_LIST,
                           "vm_labels": EMPTY_LIST},
     types.Job: {"auto_cleared": True, "external": False},
+    types.Step: {"external": False},
 }
 
 

@@ -55,6 +55,8 @@ CASES = {
         "hosts_rule/enabled", "hosts_rule/enforcing", "cluster", "vms", "hosts"]),
     "tag": ("/tags", "tag", ["name", "description"]),
     "job": ("/jobs", "job", ["description", "status", "start_time", "auto_cleared", "external"]),
+    "step": ("/jobs/{job}/steps", "step", ["description", "type", "number", "status", "start_time", "external",
+                                          "job"]),
     "graphics_console": ("/vms/{vm}/graphicsconsoles", "graphics_console", ["protocol", "vm"]),
     "snapshot": ("/vms/{vm}/snapshots", "snapshot", ["description", "snapshot_type", "snapshot_status",
                                                      "persist_memorystate", "date", "vm"]),
@@ -93,7 +95,7 @@ def world(tmp_path_factory):
             storage_domains=[types.StorageDomain(name="nfs-data")]))  # no description, no flags
         conn.system_service().tags_service().add(types.Tag(name="bare"))
         ids = {"vm": vm.id, "up": up.id, "cluster": cluster.id, "group": group.id, "disk": disk.id,
-               "template": rhcos_template(conn).id}
+               "template": rhcos_template(conn).id, "job": conn.system_service().jobs_service().list()[0].id}
         yield sim, conn, ids
         conn.close()
 

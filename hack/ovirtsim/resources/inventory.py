@@ -309,6 +309,7 @@ def get_job(engine: "Engine", req: ApiRequest) -> ApiResponse:
 def list_job_steps(engine: "Engine", req: ApiRequest) -> ApiResponse:
     job = get_or_404(engine.store.jobs, req.params["job"])
     step = types.Step(id=job.id, description=job.description, number=0, type=types.StepEnum.EXECUTING,
-                      status=job.status, start_time=job.start_time, end_time=job.end_time, job=ref(job))
+                      status=types.StepStatus(job.status.value), start_time=job.start_time, end_time=job.end_time,
+                      job=ref(job))
     step.href = href("jobs", job.id, "steps", job.id)
     return listing(engine, req, [step], "steps")

@@ -217,3 +217,27 @@ class CsiClient:
             volume_capabilities=caps if caps is not None else [self.mount_cap()],
             parameters={"storageDomainName": "nfs-data"} if parameters is None else parameters),
             timeout=timeout).volume
+
+
+@contextmanager
+def running_sidecars(root: Path, endpoint: str, kubeconfig: Path, sidecars: dict[str, list[str]]) -> Iterator[None]:
+    """The CSI sidecars (name -> argv of the binary and its own flags) against one driver endpoint and API server,
+    each with its log in `root`, stopped afterwards."""
+    procs = []
+    try:
+        for name, argv in sidecars.items():
+            log = open(root / f"{name}.log", "ab")
+            procs.append(subprocess.Popen([*argv, f"--csi-address={endpoint.removeprefix('unix://')}",
+                                           f"--kubeconfig={kubeconfig}", "--v=4"],
+                                          stdout=log, stderr=subprocess.STDOUT, cwd=root))
+            log.close()
+        yield
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)

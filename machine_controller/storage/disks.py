@@ -34,6 +34,16 @@ def name_for_claim(claim_uid: str) -> str:
     return f"pvc-{claim_uid}"
 
 
+# Which of the two provisioners made a disk is told by its description (docs/storage.md#coexistence): the CSI
+# driver's start with this; the volume provisioner's read "PVC <namespace>/<name> (uid ...)". Both name their
+# disks `pvc-<claim uid>`, so the description, not the name, keeps each from removing the other's disks.
+CSI_DESCRIPTION_PREFIX = "csi.ovirt.org volume"
+
+
+def made_by_csi(disk: types.Disk) -> bool:
+    return (disk.description or "").startswith(CSI_DESCRIPTION_PREFIX)
+
+
 class DiskLocked(OvirtError):
     """The disk exists but the engine still holds it locked (being created, extended or moved): act later."""
 

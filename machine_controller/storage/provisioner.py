@@ -19,7 +19,7 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Resource, Rest, classify, is_not_found
 
-from .disks import GIB, DiskLocked, DiskRequest, Disks, name_for_claim, status_of
+from .disks import GIB, DiskLocked, DiskRequest, Disks, made_by_csi, name_for_claim, status_of
 from .flexvolume import DRIVER, FS_TYPES, VOLUME_ID
 from .metrics import StorageMetrics
 
@@ -199,6 +199,12 @@ class Provisioner:
         disk_id = ((spec.get("flexVolume") or {}).get("options") or {}).get(VOLUME_ID)
         if disk_id:
             try:
+                disk = self.disks.get(disk_id)
+                if disk is not None and made_by_csi(disk):
+                    # A PV of ours naming a disk of the CSI driver (edited by hand): never remove another's disk.
+                    self.events.warning(pv, "VolumeFailedDelete", f"oVirt disk {disk_id} belongs to the CSI driver "
+                                        "(csi.ovirt.org); not removing it")
+                    return None
                 for vm_id in self.disks.attachments_of_disk(disk_id):
                     self.disks.detach(vm_id, disk_id)
                 removed = self.disks.remove(disk_id)

@@ -17,10 +17,9 @@ import grpc
 
 from machine_controller.ovirt.errors import ConflictError, NotFoundError
 
-from ..disks import DiskIllegal, DiskRequest, Disks, status_of as disk_status
+from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi, status_of as disk_status
 from .errors import CsiError, invalid, is_ovirt_id, not_found, rpc
-from .volumes import (check_capabilities, description_for, fits, is_block, made_by_us, parameters, size_for,
-                      unsupported)
+from .volumes import check_capabilities, description_for, fits, is_block, parameters, size_for, unsupported
 
 # Never wait for a disk past this, whatever deadline the caller gave (a sidecar without --timeout gives none).
 MAX_WAIT_S = 60.0
@@ -81,7 +80,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
             with self.inflight.hold(request.name):
                 disk = self.disks.find_by_name(request.name)
                 if disk is not None:
-                    if not made_by_us(disk):
+                    if not made_by_csi(disk):
                         raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
                                        f"a disk named {request.name!r} exists that this driver did not make")
                     if not fits(disk.provisioned_size or 0, request.capacity_range):
@@ -122,7 +121,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                 disk = self.disks.get(request.volume_id)
                 if disk is None:
                     return pb.DeleteVolumeResponse()
-                if not made_by_us(disk):
+                if not made_by_csi(disk):
                     raise CsiError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"disk {disk.id} ({disk.name}) was not made by this driver: not removing it")
                 vms = self.disks.attachments_of_disk(disk.id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..disks import GIB, round_size
+from ..disks import CSI_DESCRIPTION_PREFIX, GIB, round_size
 from ..flexvolume import FS_TYPES
 from ..provisioner import parse_params
 from .errors import CsiError, invalid
@@ -19,18 +19,13 @@ import grpc
 DRIVER_NAME = "csi.ovirt.org"
 DEFAULT_SIZE = GIB  # what a CreateVolume without capacity_range gets
 DEFAULT_FS = "ext4"
-# The description marks the disks this driver made: DeleteVolume removes no other disk (a FlexVolume one, a VM's).
-DESCRIPTION_PREFIX = f"{DRIVER_NAME} volume"
 # Keys the sidecars add to the StorageClass parameters for themselves (secrets, fstype, PVC metadata).
 _SIDECAR_PREFIX = "csi.storage.k8s.io/"
 
 
 def description_for(name: str) -> str:
-    return f"{DESCRIPTION_PREFIX} {name}"
-
-
-def made_by_us(disk: Any) -> bool:
-    return (disk.description or "").startswith(DESCRIPTION_PREFIX)
+    # The mark of this driver's disks: DeleteVolume removes no other disk (a FlexVolume one, a VM's).
+    return f"{CSI_DESCRIPTION_PREFIX} {name}"
 
 
 def single_node_modes(pb: Any) -> set[int]:

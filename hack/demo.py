@@ -21,6 +21,7 @@ import yaml
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
 from hack.demo_fencing import fencing_scene
+from hack.demo_storage import storage_scene
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.ovirtsim.testing import running_simulator
@@ -36,6 +37,7 @@ def _say(msg: str) -> None:
 
 class Kubectl:
     def __init__(self, kubeconfig: Path):
+        self.kubeconfig = kubeconfig
         self._base = [str(Binaries().path("kubectl")), f"--kubeconfig={kubeconfig}"]
 
     def __call__(self, *args: str, show: bool = True, input: str | None = None) -> str:
@@ -156,13 +158,15 @@ def main() -> int:
             kubectl("-n", NAMESPACE, "get", "machineset", ms_name)
 
             fencing_scene(kubectl, sim, NAMESPACE, ms_name, _say)
+            storage_scene(kubectl, sim, NAMESPACE, work / "storage", _say)
 
             _say("Summary")
             counts = sim.control.counts()
             vms = sim.control.vms()
             nodes = kubectl("get", "nodes", "-o", "name", show=False).split()
             print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1; its crashed "
-                  "worker power-cycled back by the health check.")
+                  "worker power-cycled back by the health check; a 3Gi PVC became an oVirt disk, attached to a worker's VM by "
+                  "the FlexVolume driver and removed with its claim.")
             print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
                   f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
             print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "

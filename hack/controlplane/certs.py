@@ -167,3 +167,30 @@ def generate(directory: Path) -> Pki:
         if f.suffix == ".key":
             f.chmod(0o600)
     return pki
+
+
+def self_signed_serving(directory: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> Path:
+    """`tls.crt` and `tls.key` of a self-signed serving certificate for `hosts` in `directory`, the layout of a
+    mounted kubernetes.io/tls Secret (what OpenShift's service CA writes). Writing again rotates it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key = _key()
+    sans: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            sans.append(x509.DNSName(host))
+    name = _name(hosts[0])
+    cert = (
+        _builder(name, name, key.public_key())
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    # Key first, then certificate, each replaced atomically: a reader never pairs a new certificate with an old key
+    # for long (ServingCert re-reads when either changes).
+    for file, data in (("tls.key", _pem_key(key)), ("tls.crt", _pem_cert(cert))):
+        tmp = directory / f".{file}.tmp"
+        tmp.write_bytes(data)
+        tmp.rename(directory / file)
+    return directory / "tls.crt"

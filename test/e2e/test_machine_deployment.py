@@ -59,14 +59,3 @@ def test_two_replicas_elect_one_leader_and_fail_over(menv):
     assert "created VM" in standby.log_text()
     assert len(menv.vms_named(second)) == 1
 
-
-def test_the_whole_deployment_applies_with_kubectl_apply_k(cluster):
-    # Server-side dry run: the API server validates every object of config/ (CRDs, namespace, RBAC, Deployment).
-    # A dry run creates nothing, so the namespace the other objects go into must exist already.
-    cluster.ensure_namespace(MACHINE_API_NS)
-    out = cluster.kubectl("apply", "-k", str(REPO / "config"), "--dry-run=server").stdout
-    for obj in ("customresourcedefinition.apiextensions.k8s.io/machines.machine.openshift.io",
-                "deployment.apps/ovirt-machine-controller", "serviceaccount/machine-api-controllers",
-                "clusterrole.rbac.authorization.k8s.io/ovirt-machine-controller",
-                "role.rbac.authorization.k8s.io/ovirt-machine-controller"):
-        assert obj in out, out

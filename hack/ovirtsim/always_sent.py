@@ -50,7 +50,9 @@ _VM_BASE: dict[str, Any] = {
 }
 
 ALWAYS_SENT: dict[type, dict[str, Any]] = {
-    types.Vm: dict(_VM_BASE, next_run_configuration_exists=False),
+    # VmMapper: the CPU architecture is the cluster's (every simulated cluster is x86_64), whatever the VM's CPU says.
+    types.Vm: dict(_VM_BASE, next_run_configuration_exists=False,
+                   cpu=Nested(types.Cpu, {"architecture": types.Architecture.X86_64})),
     types.Template: dict(_VM_BASE),
     types.InstanceType: dict(_VM_BASE),
     types.Cluster: {"description": "", "comment": "", "ballooning_enabled": False, "threads_as_cores": False,

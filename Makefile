@@ -5,12 +5,12 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools crds check-crds lint clean
+.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools java-client crds check-crds lint clean
 
 demo: venv kube-binaries
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries csi-tools
+test: venv kube-binaries mao-binaries csi-tools java-client
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -41,6 +41,11 @@ mao-binaries: venv
 csi-tools: venv
 	$(PY) -m hack.controlplane.csi_tools >/dev/null
 	$(PY) -m machine_controller.storage.csi.spec >/dev/null
+
+# The oVirt Java SDK client of the simulator (hack/javaclient), built by Maven once per machine into the same
+# cache (its Maven repository is <cache>/m2).
+java-client: venv
+	$(PY) -m hack.javaclient.build >/dev/null
 
 crds: venv
 	$(PY) -m hack.gen_crds

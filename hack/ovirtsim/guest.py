@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ovirtsdk4 import types
 
@@ -304,7 +304,8 @@ class NodeAgent:
             self._post_condition(view.node, state, "Unknown", "NodeStatusUnknown",
                                  "Kubelet stopped posting node status.", now)
 
-    def _guarded(self, vm_id: str | None, node: str, state: _NodeState, now: float, write: Any) -> None:
+    def _guarded(self, vm_id: str | None, node: str, state: _NodeState, now: float,
+                 write: Callable[[], None]) -> None:
         if now < state.retry_at:
             return
         try:

@@ -10,18 +10,25 @@ COPY api ./api
 COPY machine_controller ./machine_controller
 RUN python -m venv /opt/venv \
  && /opt/venv/bin/pip install --no-cache-dir -c constraints.txt .
+# ovirt-csi-driver's stubs, generated here from csi.proto of the pinned CSI spec Go module, which Go fetches
+# through the module proxy (machine_controller/storage/csi/spec.py); only the generated files reach the image.
+COPY --from=golang:1.26-bookworm /usr/local/go /usr/local/go
+RUN PATH=/usr/local/go/bin:$PATH GOPATH=/tmp/go OVIRT_CSI_STUBS=/opt/csi-stubs \
+    /opt/venv/bin/python -m machine_controller.storage.csi.spec \
+ && rm -rf /tmp/go
 
 # Runtime stage: only the shared libraries, no compilers or headers.
 FROM python:3.11-slim-bookworm
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libxml2 libcurl4 ca-certificates \
+ && apt-get install -y --no-install-recommends libxml2 libcurl4 ca-certificates e2fsprogs xfsprogs \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 65532 --no-create-home controller
 COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/csi-stubs /opt/csi-stubs
 # machine-api-operator starts its provider container as /machine-controller-manager with its own flags: under that
 # name the entry point takes them and runs the actuator side only (docs/compatibility.md#deployment-on-openshift).
 RUN ln -s /opt/venv/bin/ovirt-machine-controller /machine-controller-manager
-ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 OVIRT_CSI_STUBS=/opt/csi-stubs
 USER 65532:65532
 EXPOSE 8081 9440
 ENTRYPOINT ["ovirt-machine-controller"]

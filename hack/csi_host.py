@@ -241,3 +241,43 @@ def running_sidecars(root: Path, endpoint: str, kubeconfig: Path, sidecars: dict
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(5)
+
+
+def online_resize_usable(work: Path) -> str:
+    """"" when this machine lets resize2fs grow a mounted ext4 filesystem on a loop device, else why not (some
+    sandboxes refuse the kernel's resize ioctl even to root)."""
+    why = loop_devices_usable()
+    if why:
+        return why
+    work.mkdir(parents=True, exist_ok=True)
+    image, mnt = work / "probe.img", work / "probe-mnt"
+    mnt.mkdir(exist_ok=True)
+    with open(image, "wb") as f:
+        f.truncate(64 * 2**20)
+    loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    try:
+        subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True, capture_output=True)
+        subprocess.run(["mount", loop, str(mnt)], check=True, capture_output=True)
+        try:
+            before = os.statvfs(mnt).f_blocks
+            with open(image, "ab") as f:
+                f.truncate(128 * 2**20)
+            subprocess.run(["losetup", "--set-capacity", loop], check=True, capture_output=True)
+            r = subprocess.run(["resize2fs", loop], capture_output=True, text=True)
+            if r.returncode != 0 or os.statvfs(mnt).f_blocks <= before:
+                return f"resize2fs cannot grow a mounted filesystem here: {(r.stderr or r.stdout).strip()[-200:]}"
+            return ""
+        finally:
+            subprocess.run(["umount", str(mnt)], capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", loop], capture_output=True)
+
+
+def unmount_under(root: Path) -> None:
+    """Lazily unmount whatever a failed test left mounted below `root` (deepest first), so no mount outlives it."""
+    prefix = str(root.resolve()) + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)

@@ -1,4 +1,4 @@
-"""ovirt-csi-driver's cost per volume: `python -m hack.bench.csi [--volumes N] [--profile fast|realistic]`.
+"""ovirt-csi-driver's cost per volume: `python -m hack.bench.csi [--volumes N] [--profile fast|realtime]`.
 
 The driver runs as a process on a unix socket against the simulator; the benchmark calls it as the sidecars do
 (CreateVolume, ControllerPublishVolume, ControllerUnpublishVolume, DeleteVolume) for N volumes one after another,

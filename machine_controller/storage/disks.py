@@ -188,8 +188,10 @@ class Disks:
             return False
         return True
 
-    def wait_ok(self, disk_id: str, timeout_s: float = 300.0, interval_s: float = 1.0) -> types.Disk:
-        """Poll until the engine reports the disk `ok` (for processes that may block, like the FlexVolume driver)."""
+    def wait_ok(self, disk_id: str, timeout_s: float = 300.0, interval_s: float = 1.0,
+                max_interval_s: float | None = None) -> types.Disk:
+        """Poll until the engine reports the disk `ok` (for processes that may block, like the FlexVolume driver).
+        With `max_interval_s`, the interval doubles up to it: a short lock is seen soon, a long one costs few polls."""
         deadline = time.monotonic() + timeout_s
         while True:
             disk = self.get(disk_id)
@@ -203,3 +205,5 @@ class Disks:
             if time.monotonic() >= deadline:
                 raise DiskLocked(f"disk {disk_id} still {st} after {timeout_s:.0f} s")
             time.sleep(interval_s)
+            if max_interval_s is not None:
+                interval_s = min(max_interval_s, interval_s * 2)

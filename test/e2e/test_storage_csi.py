@@ -185,3 +185,17 @@ def test_flexvolume_and_csi_coexist_and_keep_to_their_own_disks(csi, cluster, ov
             cluster.kubectl("delete", "pv", name, "--ignore-not-found", "--wait=false", check=False)
         cluster.kubectl("delete", "storageclass", flex_sc, "--ignore-not-found", check=False)
         flex.stop()
+
+
+def test_shipped_manifests_are_accepted_by_the_api_server(cluster):
+    cluster.ensure_namespace(NS)
+    for target in ("config/storage/csi", "config/storage/samples/storageclass-csi.yaml"):
+        flag = "-k" if not target.endswith(".yaml") else "-f"
+        out = cluster.kubectl("apply", "--dry-run=server", flag, str(REPO / target)).stdout
+        assert "created" in out or "configured" in out or "unchanged" in out, out
+    built = list(yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / "config/storage/csi")).stdout))
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in built}
+    assert {("CSIDriver", DRIVER), ("Deployment", "ovirt-csi-controller"), ("DaemonSet", "ovirt-csi-node")} <= kinds
+    node = next(d for d in built if d["kind"] == "DaemonSet")
+    registrar = next(c for c in node["spec"]["template"]["spec"]["containers"] if c["name"] == "node-driver-registrar")
+    assert f"--kubelet-registration-path=/var/lib/kubelet/plugins/{DRIVER}/csi.sock" in registrar["args"]

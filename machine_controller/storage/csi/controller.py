@@ -24,6 +24,7 @@ from .volumes import check_capabilities, description_for, fits, is_block, parame
 # Never wait for a disk past this, whatever deadline the caller gave (a sidecar without --timeout gives none).
 MAX_WAIT_S = 60.0
 POLL_S = 0.25
+MAX_POLL_S = 1.0  # a 10 s disk lock (a real engine's) then costs ~12 polls, not 40
 
 
 class InFlight:
@@ -105,7 +106,8 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
             if disk_status(disk) == "ok":
                 return disk
             try:
-                return self.disks.wait_ok(disk.id, timeout_s=_wait_budget(context), interval_s=POLL_S)
+                return self.disks.wait_ok(disk.id, timeout_s=_wait_budget(context), interval_s=POLL_S,
+                                         max_interval_s=MAX_POLL_S)
             except DiskIllegal:
                 # The engine failed to make it: remove it so that the retry makes a fresh one.
                 self.disks.remove(disk.id)

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from hack.controlplane.csi_tools import CSI_SANITY, build_tool
-from hack.csi_host import LoopDisks, loop_devices_usable, make_vm, running_driver
+from hack.csi_host import LoopDisks, loop_devices_usable, make_vm, running_driver, unmount_under
 from hack.ovirtsim.testing import running_simulator
 
 # Skip message -> why the driver does not offer it.
@@ -62,6 +62,7 @@ def test_csi_sanity_passes(sanity_binary, tmp_path, access_type):
                  f"--csi.testvolumeexpandsize={2 * 2**30}", f"--csi.testvolumeparameters={params}",
                  f"--csi.testvolumeaccesstype={access_type}", f"--ginkgo.junit-report={junit}", "--ginkgo.no-color"],
                 capture_output=True, text=True, timeout=300)
+            unmount_under(tmp_path)  # csi-sanity unmounts what it mounted; this only acts after a failure
     cases = list(ET.parse(junit).iter("testcase"))
     failed = [c.get("name") for c in cases if c.find("failure") is not None or c.find("error") is not None]
     assert proc.returncode == 0 and not failed, f"{failed}\n{proc.stdout[-6000:]}"

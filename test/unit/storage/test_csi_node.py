@@ -1,0 +1,118 @@
+"""ovirt-csi-driver's Node service on real block devices (loop devices standing for the hot-plugged disks,
+hack/csi_host.py): a published volume is read-only when asked, data survives unstage/stage, the stats are the
+filesystem's, and an expanded volume's filesystem grows online."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+import uuid
+
+import grpc
+import pytest
+
+from hack.csi_host import (CsiClient, LoopDisks, loop_devices_usable, make_vm, online_resize_usable, running_driver,
+                           unmount_under)
+from hack.ovirtsim.testing import running_simulator
+
+GIB = 2**30
+
+
+@pytest.fixture
+def node(tmp_path):
+    why = loop_devices_usable()
+    if why:
+        pytest.skip(f"machine limitation: {why}")
+    with running_simulator(tmp_path / "sim") as sim:
+        vm = make_vm(sim)
+        with LoopDisks(sim.control, vm, tmp_path / "node") as loops, \
+                running_driver(tmp_path / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
+            csi = CsiClient(endpoint)
+            try:
+                yield csi, vm, tmp_path
+            finally:
+                csi.close()
+                unmount_under(tmp_path)
+
+
+def test_stage_publish_readonly_restage_and_stats(node):
+    csi, vm, tmp = node
+    pb = csi.pb
+    assert csi.node.NodeGetInfo(pb.NodeGetInfoRequest()).node_id == vm
+    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB)
+    cap = csi.mount_cap()
+    csi.controller.ControllerPublishVolume(pb.ControllerPublishVolumeRequest(
+        volume_id=vol.volume_id, node_id=vm, volume_capability=cap))
+    staging, rw, ro = str(tmp / "staging"), str(tmp / "pods" / "rw"), str(tmp / "pods" / "ro")
+    os.makedirs(staging)
+    stage = pb.NodeStageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging, volume_capability=cap)
+    csi.node.NodeStageVolume(stage, timeout=60)
+    csi.node.NodeStageVolume(stage, timeout=60)  # idempotent
+    for target, readonly in ((rw, False), (ro, True)):
+        csi.node.NodePublishVolume(pb.NodePublishVolumeRequest(
+            volume_id=vol.volume_id, staging_target_path=staging, target_path=target, volume_capability=cap,
+            readonly=readonly))
+    with open(os.path.join(rw, "hello"), "w") as f:
+        f.write("data")
+    assert open(os.path.join(ro, "hello")).read() == "data"
+    with pytest.raises(OSError) as e:
+        open(os.path.join(ro, "other"), "w")
+    assert e.value.errno == errno.EROFS
+
+    stats = csi.node.NodeGetVolumeStats(pb.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=rw))
+    by_unit = {u.unit: u for u in stats.usage}
+    total_before = by_unit[pb.VolumeUsage.BYTES].total
+    assert 0.9 * GIB < total_before <= GIB and by_unit[pb.VolumeUsage.INODES].used > 0
+    with pytest.raises(grpc.RpcError) as err:
+        csi.node.NodeGetVolumeStats(pb.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=str(tmp / "x")))
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+    for target in (rw, ro):
+        csi.node.NodeUnpublishVolume(pb.NodeUnpublishVolumeRequest(volume_id=vol.volume_id, target_path=target))
+        assert not os.path.exists(target)
+    csi.node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging))
+    # Staged again (same device, same data): the filesystem is kept, never reformatted.
+    csi.node.NodeStageVolume(stage, timeout=60)
+    assert open(os.path.join(staging, "hello")).read() == "data"
+    csi.node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging))
+    csi.controller.ControllerUnpublishVolume(pb.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=vm))
+    csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=vol.volume_id))
+
+
+@pytest.fixture
+def online_resize(tmp_path):
+    why = online_resize_usable(tmp_path / "resize-probe")
+    if why:
+        pytest.skip(f"machine limitation: {why}")
+
+
+def test_online_expansion_grows_the_filesystem(online_resize, node):
+    csi, vm, tmp = node
+    pb = csi.pb
+    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB)
+    cap = csi.mount_cap()
+    csi.controller.ControllerPublishVolume(pb.ControllerPublishVolumeRequest(
+        volume_id=vol.volume_id, node_id=vm, volume_capability=cap))
+    staging, rw = str(tmp / "staging"), str(tmp / "pods" / "rw")
+    os.makedirs(staging)
+    csi.node.NodeStageVolume(pb.NodeStageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging,
+                                                       volume_capability=cap), timeout=60)
+    csi.node.NodePublishVolume(pb.NodePublishVolumeRequest(
+        volume_id=vol.volume_id, staging_target_path=staging, target_path=rw, volume_capability=cap))
+    # Online expansion: the engine grows the disk, the guest sees a bigger device, the node grows the filesystem.
+    grown = csi.controller.ControllerExpandVolume(pb.ControllerExpandVolumeRequest(
+        volume_id=vol.volume_id, capacity_range=pb.CapacityRange(required_bytes=2 * GIB), volume_capability=cap),
+        timeout=30)
+    assert grown.node_expansion_required
+    expand = pb.NodeExpandVolumeRequest(volume_id=vol.volume_id, volume_path=rw, staging_target_path=staging,
+                                        volume_capability=cap, capacity_range=pb.CapacityRange(required_bytes=2 * GIB))
+    deadline = 50
+    while csi.node.NodeExpandVolume(expand, timeout=60).capacity_bytes < 2 * GIB and deadline:
+        deadline -= 1  # the loop device follows the engine's new size within a poll of hack/csi_host.py
+        time.sleep(0.1)
+    stats = csi.node.NodeGetVolumeStats(pb.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=rw))
+    assert {u.unit: u for u in stats.usage}[pb.VolumeUsage.BYTES].total > 1.8 * GIB
+
+    csi.node.NodeUnpublishVolume(pb.NodeUnpublishVolumeRequest(volume_id=vol.volume_id, target_path=rw))
+    csi.node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging))

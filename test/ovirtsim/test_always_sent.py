@@ -40,8 +40,10 @@ CASES = {
                                 "max_scheduling_memory", "cpu/topology/cores", "ksm/enabled", "numa_supported",
                                 "update_available", "reinstallation_required", "ovn_configured",
                                 "device_passthrough/enabled", "protocol", "os/type"]),
-    "storage_domain": ("/storagedomains", "storage_domain", ["name", "description", "comment", "type", "available",
-                                                             "used", "committed", "master"]),
+    "storage_domain": ("/storagedomains", "storage_domain", [
+        "name", "description", "comment", "type", "available", "used", "committed", "master",
+        "warning_low_space_indicator", "critical_space_action_blocker", "storage/type", "wipe_after_delete",
+        "discard_after_delete", "supports_discard", "supports_discard_zeroes_data", "backup"]),
     "network": ("/networks", "network", ["name", "description", "comment", "stp", "mtu", "port_isolation",
                                          "data_center"]),
     "vnic_profile": ("/vnicprofiles", "vnic_profile", ["name", "network", "pass_through/mode", "port_mirroring"]),

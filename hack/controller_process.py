@@ -19,28 +19,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class ControllerProcess:
-    def __init__(self, kubeconfig: Path, log_path: Path, namespace: str = "openshift-machine-api",
-                 leader_elect: bool = False, identity: str | None = None, extra_args: tuple[str, ...] = (),
+class Process:
+    """A controller binary run in its own session with its output in `log_path`; `health_port` is where it serves
+    /readyz (None: it serves none)."""
+
+    def __init__(self, args: list[str], log_path: Path, health_port: int | None, metrics_port: int | None = None,
                  env: dict[str, str] | None = None):
-        self.kubeconfig = kubeconfig
+        self._args = args
         self.log_path = log_path
-        self.namespace = namespace
-        self.health_port = free_port()
-        self.metrics_port = free_port()
-        self.identity = identity or f"controller-{self.health_port}"
-        self._args = [
-            sys.executable, "-m", "machine_controller",
-            f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", f"--identity={self.identity}",
-            "--bind-address=127.0.0.1", f"--health-port={self.health_port}", f"--metrics-port={self.metrics_port}",
-            "--leader-elect" if leader_elect else "--no-leader-elect",
-            *extra_args,
-        ]
-        self._env = {**os.environ, **(env or {})}
-        self._env.pop("KUBECONFIG", None)  # the flag is the one source of truth
+        self.health_port = health_port
+        self.metrics_port = metrics_port
+        self._env = env if env is not None else dict(os.environ)
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "ControllerProcess":
+    @property
+    def name(self) -> str:
+        return self.log_path.stem
+
+    def start(self) -> "Process":
         repo = Path(__file__).resolve().parents[1]
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self._args, stdout=self._log, stderr=subprocess.STDOUT, cwd=repo, env=self._env,
@@ -49,10 +45,12 @@ class ControllerProcess:
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Until /readyz answers 200 (informers synced and credentials loaded)."""
+        if self.health_port is None:
+            raise ValueError(f"{self.name} serves no /readyz")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc and self.proc.poll() is not None:
-                raise RuntimeError(f"controller exited with {self.proc.returncode}; log: {self.log_path}")
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; log: {self.log_path}")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/readyz", timeout=1) as r:
                     if r.status == 200:
@@ -60,7 +58,7 @@ class ControllerProcess:
             except OSError:
                 pass
             time.sleep(0.1)
-        raise TimeoutError(f"controller not ready after {timeout}s; log: {self.log_path}")
+        raise TimeoutError(f"{self.name} not ready after {timeout}s; log: {self.log_path}")
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as r:
@@ -88,8 +86,30 @@ class ControllerProcess:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def __enter__(self) -> "ControllerProcess":
+    def __enter__(self) -> "Process":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class ControllerProcess(Process):
+    """This project's `ovirt-machine-controller`."""
+
+    def __init__(self, kubeconfig: Path, log_path: Path, namespace: str = "openshift-machine-api",
+                 leader_elect: bool = False, identity: str | None = None, extra_args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None):
+        health_port, metrics_port = free_port(), free_port()
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.identity = identity or f"controller-{health_port}"
+        args = [
+            sys.executable, "-m", "machine_controller",
+            f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", f"--identity={self.identity}",
+            "--bind-address=127.0.0.1", f"--health-port={health_port}", f"--metrics-port={metrics_port}",
+            "--leader-elect" if leader_elect else "--no-leader-elect",
+            *extra_args,
+        ]
+        process_env = {**os.environ, **(env or {})}
+        process_env.pop("KUBECONFIG", None)  # the flag is the one source of truth
+        super().__init__(args, log_path, health_port, metrics_port, process_env)

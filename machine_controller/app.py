@@ -39,7 +39,7 @@ COMPONENT = "ovirt-machine-controller"
 
 def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     registry = registry if registry is not None else CollectorRegistry()
-    api = load_api_client(config.kubeconfig)
+    api = load_api_client(config.kubeconfig, user_agent=COMPONENT)
     rest = Rest(api)
     leader = None
     if config.leader_elect:

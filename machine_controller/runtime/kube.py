@@ -119,12 +119,14 @@ def _reason(exc: ApiException) -> str | None:
 
 
 def load_api_client(
-    kubeconfig: str | None = None, context: str | None = None, pool_maxsize: int = 32
+    kubeconfig: str | None = None, context: str | None = None, pool_maxsize: int = 32, user_agent: str | None = None
 ) -> k8s_client.ApiClient:
     """An ApiClient from a kubeconfig path, else the in-cluster service account.
 
     The pool is sized for N workers plus one long-lived watch connection per informer; urllib3's default
-    (cpu_count * 5) can starve workers behind open watches on a small node.
+    (cpu_count * 5) can starve workers behind open watches on a small node. `user_agent` names the component: the
+    API server records its first word as the field manager of every write (metadata.managedFields), which is how a
+    reader tells which controller wrote what (docs/architecture.md#deployment-modes).
     """
     configuration = k8s_client.Configuration()
     if kubeconfig:
@@ -132,7 +134,10 @@ def load_api_client(
     else:
         k8s_config.load_incluster_config(client_configuration=configuration)
     configuration.connection_pool_maxsize = pool_maxsize
-    return k8s_client.ApiClient(configuration)
+    client = k8s_client.ApiClient(configuration)
+    if user_agent:
+        client.user_agent = user_agent
+    return client
 
 
 class Rest:

@@ -172,13 +172,14 @@ def ovirt(cluster: Cluster, tmp_path_factory):
 
 
 @pytest.fixture
-def menv(cluster: Cluster, ovirt, namespace: str, tmp_path: Path):
+def menv(cluster: Cluster, ovirt, namespace: str, tmp_path: Path, request):
     """A namespace with the worker user-data secret, the CRDs, the simulated engine, and controller processes
-    started on demand (stopped, and the engine's faults cleared, afterwards)."""
-    from machines import MachineEnv
+    started on demand (stopped, and the engine's faults cleared, afterwards). Standalone unless the test is
+    parametrized with a mode (`machines.both_modes`)."""
+    from machines import STANDALONE, MachineEnv
 
     cluster.apply_crds()
-    env = MachineEnv(cluster, ovirt, namespace, tmp_path)
+    env = MachineEnv(cluster, ovirt, namespace, tmp_path, mode=getattr(request, "param", STANDALONE))
     try:
         yield env
     finally:

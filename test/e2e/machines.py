@@ -9,14 +9,24 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
 import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
+from hack.mao_controllers import DROP_IN_CONTROLLERS, MaoControllers, install_openshift_config
 
 
 INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)
 MACHINE_API_NS = "openshift-machine-api"
+
+# How the controllers are deployed (docs/architecture.md#deployment-modes): this project's process runs every
+# controller, or only the actuator side beside machine-api-operator's own machineset, nodelink and health-check
+# controllers, built from MAO's Go module (hack/controlplane/mao.py).
+STANDALONE = "standalone"
+DROP_IN = "drop-in"
+# A scenario that must behave the same in both modes: `@both_modes` on a test that takes `menv`.
+both_modes = pytest.mark.parametrize("menv", [STANDALONE, DROP_IN], indirect=True)
 
 
 def unique_name(prefix: str = "worker") -> str:
@@ -31,7 +41,8 @@ machine_manifest = ovirt_install.machine_for
 class MachineEnv:
     """One test's view: its namespace (with the worker user-data secret) and the simulated engine."""
 
-    def __init__(self, cluster, sim, namespace: str, tmp_path: Path):
+    def __init__(self, cluster, sim, namespace: str, tmp_path: Path, mode: str = STANDALONE):
+        self.mode = mode
         self.cluster = cluster
         self.sim = sim
         self.inst = sim.installation
@@ -42,10 +53,19 @@ class MachineEnv:
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(user_data))
         self.ignition = user_data["stringData"]["userData"]
         self._controllers: list[ControllerProcess] = []
+        self.mao: MaoControllers | None = None
 
     # --- the controller ---------------------------------------------------------------------------------------
     def controller(self, user: str = "admin", namespace: str | None = None, leader_elect: bool = False,
                    extra_args: tuple[str, ...] = ()) -> ControllerProcess:
+        """This project's controller process; in drop-in mode only its actuator side, and MAO's controllers for
+        the namespace started first (once)."""
+        if self.mode == DROP_IN:
+            if self.mao is None:
+                install_openshift_config(self.cluster.kubectl, INFRA_ID)
+                self.mao = MaoControllers(self.cluster.kubeconfig, namespace or self.namespace, self.tmp_path)
+                self.mao.start()
+            extra_args = (*extra_args, f"--controllers={DROP_IN_CONTROLLERS}")
         n = len(self._controllers)
         proc = ControllerProcess(
             self.cluster.kubeconfig_for(user), self.tmp_path / f"controller-{n}.log",
@@ -59,9 +79,12 @@ class MachineEnv:
     def stop_controllers(self) -> None:
         for proc in self._controllers:
             proc.stop()
+        if self.mao is not None:
+            self.mao.stop()
 
     def controller_logs(self) -> str:
-        return "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-6000:]}" for p in self._controllers)
+        ours = "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-6000:]}" for p in self._controllers)
+        return ours + ("\n" + self.mao.logs() if self.mao is not None else "")
 
     # --- Machines ---------------------------------------------------------------------------------------------
     def create_machine(self, name: str | None = None, namespace: str | None = None, **overrides: Any) -> str:

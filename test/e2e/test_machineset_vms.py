@@ -1,7 +1,8 @@
 """The whole controller process on a MachineSet, with VMs: `kubectl scale machineset` up, down and to zero
 converges to exactly N Running Machines, N VMs and N Ready Nodes; scale-down removes the Machines the delete
 annotation and policy choose, with their VMs and Nodes; a deleted Machine is replaced; deleting the MachineSet
-removes every Machine and VM (issue 5, docs/compatibility.md#machinesets)."""
+removes every Machine and VM (issue 5, docs/compatibility.md#machinesets). Each runs in both deployment modes:
+this project's controllers alone, and its actuator side beside machine-api-operator's own controllers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 import yaml
 
 from hack import ovirt_install
-from machines import unique_name
+from machines import both_modes, unique_name
 
 CONVERGE_S = 150.0
 
@@ -65,6 +66,7 @@ def _machineset(menv, name: str, replicas: int, delete_policy: str = "Oldest") -
     return ms
 
 
+@both_modes
 def test_kubectl_scale_converges_up_down_and_to_zero_with_vms_and_nodes(menv):
     menv.controller()
     name = unique_name("ws")
@@ -97,6 +99,7 @@ def test_kubectl_scale_converges_up_down_and_to_zero_with_vms_and_nodes(menv):
     assert s.vms() == []
 
 
+@both_modes
 def test_deleted_machine_is_replaced_and_deleting_the_set_removes_every_vm(menv):
     menv.controller()
     name = unique_name("ws")

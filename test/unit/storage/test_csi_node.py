@@ -12,7 +12,9 @@ import uuid
 import grpc
 import pytest
 
-from hack.csi_host import CsiClient, loop_devices_usable, node_host, online_resize_usable
+from hack.csi_host import (CsiClient, LoopDisks, loop_devices_usable, make_vm, online_resize_usable, running_driver,
+                           unmount_under)
+from hack.ovirtsim.testing import running_simulator
 
 GIB = 2**30
 
@@ -22,12 +24,16 @@ def node(tmp_path):
     why = loop_devices_usable()
     if why:
         pytest.skip(f"machine limitation: {why}")
-    with node_host(tmp_path) as (_sim, vm, endpoint):
-        csi = CsiClient(endpoint)
-        try:
-            yield csi, vm, tmp_path
-        finally:
-            csi.close()
+    with running_simulator(tmp_path / "sim") as sim:
+        vm = make_vm(sim)
+        with LoopDisks(sim.control, vm, tmp_path / "node") as loops, \
+                running_driver(tmp_path / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
+            csi = CsiClient(endpoint)
+            try:
+                yield csi, vm, tmp_path
+            finally:
+                csi.close()
+                unmount_under(tmp_path)
 
 
 def test_stage_publish_readonly_restage_and_stats(node):

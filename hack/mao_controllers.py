@@ -1,0 +1,75 @@
+"""Run machine-api-operator's own machineset, nodelink and machine-healthcheck controllers (built by
+hack/controlplane/mao.py) against a cluster, as MAO's `machine-api-controllers` Deployment runs them on OpenShift,
+so the end-to-end tests can prove the drop-in mode: this project's process runs only the actuator side beside them
+(docs/architecture.md#deployment-modes)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from hack.controller_process import Process, free_port
+from hack.controlplane.mao import MAO_COMMANDS, MaoBinaries, ensure_mao
+
+# The actuator side: what this project runs beside MAO's controllers (docs/architecture.md#deployment-modes).
+DROP_IN_CONTROLLERS = "machine,ovirt-nodes,remediation"
+CONFIG_CRDS = ("infrastructures.config.openshift.io", "dnses.config.openshift.io")
+
+
+def install_openshift_config(kubectl: Callable[..., object], infra_id: str, binaries: MaoBinaries | None = None,
+                             base_domain: str = "example.com") -> None:
+    """The cluster-scoped config.openshift.io objects MAO's controllers read, as an oVirt installation leaves them:
+    the CRDs from openshift/api, the Infrastructure `cluster` (platform oVirt, the cluster's infra ID) and the DNS
+    `cluster`. `kubectl(*args, input=...)` runs the pinned kubectl as admin; applying again changes nothing."""
+    b = ensure_mao(binaries)
+    kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={crd}" for crd in b.crds()))
+    kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CONFIG_CRDS))
+    infra = {"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
+             "spec": {"platformSpec": {"type": "oVirt"}}}
+    dns = {"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"},
+           "spec": {"baseDomain": base_domain}}
+    kubectl("apply", "--server-side", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                   "items": [infra, dns]}))
+    status = {"status": {"infrastructureName": infra_id, "platform": "oVirt", "platformStatus": {"type": "oVirt"},
+                         "controlPlaneTopology": "HighlyAvailable", "infrastructureTopology": "HighlyAvailable"}}
+    kubectl("patch", "infrastructure", "cluster", "--subresource=status", "--type=merge", "-p", json.dumps(status))
+
+
+class MaoControllers:
+    """MAO's three controllers for one namespace, each a separate process with its own log."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path, binaries: MaoBinaries | None = None):
+        self.binaries = ensure_mao(binaries)
+        # Leader election stays off (one replica each), and every listener is on a free loopback port (MAO's
+        # defaults would clash with tests running in parallel).
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}  # the flag is the one source of truth
+        common = [f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", "--leader-elect=false", "--v=3"]
+        self.processes: dict[str, Process] = {}
+        for command in MAO_COMMANDS:
+            args = [str(self.binaries.path(command)), *common]
+            health = None
+            if command != "nodelink-controller":  # nodelink serves neither health nor metrics
+                health = free_port()
+                args += [f"--health-addr=127.0.0.1:{health}", f"--metrics-bind-address=127.0.0.1:{free_port()}"]
+            if command == "machineset":
+                # Its admission webhooks need serving certificates and a webhook configuration; what is proven
+                # here is the controllers.
+                args.append("--webhook-enabled=false")
+            self.processes[command] = Process(args, log_dir / f"mao-{command}.log", health, env=env)
+
+    def start(self, timeout: float = 30.0) -> "MaoControllers":
+        for p in self.processes.values():
+            p.start()
+        for p in self.processes.values():
+            if p.health_port is not None:
+                p.wait_ready(timeout)
+        return self
+
+    def stop(self) -> None:
+        for p in self.processes.values():
+            p.stop()
+
+    def logs(self, tail: int = 6000) -> str:
+        return "\n".join(f"--- {p.log_path.name}\n{p.log_text()[-tail:]}" for p in self.processes.values())

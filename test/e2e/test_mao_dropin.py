@@ -1,0 +1,121 @@
+"""One writer per object in each deployment mode (docs/architecture.md#deployment-modes).
+
+Standalone, this project's process runs every controller; dropped in beside machine-api-operator (MAO), it runs
+only the actuator side and MAO's own machineset, nodelink and health-check controllers (built from MAO's Go module,
+hack/controlplane/mao.py) do the rest. Either way no field of a MachineSet, Machine, Node or MachineHealthCheck may
+be written by two controllers: the API server records the writer of every field in `metadata.managedFields`
+(named after the writer's user agent), sampled here all along a scale-up. The scenarios themselves (scaling, a
+deleted Machine replaced, a crashed VM replaced or power-cycled) run in both modes in test_machineset_vms.py and
+test_machinehealthcheck.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+from machines import STANDALONE, both_modes, unique_name
+from test_machinehealthcheck import _machineset, _mhc, _mhc_status
+from test_remediation import _wait
+
+OURS = "ovirt-machine-controller"
+# client-go names a controller's field manager after its binary (hack/controlplane/mao.py MAO_COMMANDS).
+MAO_MACHINESET, MAO_NODELINK, MAO_MHC = "machineset", "nodelink-controller", "machine-healthcheck"
+# Which controller writes what, dropped in beside MAO (docs/architecture.md#deployment-modes): MAO's MachineSet
+# controller creates Machines and owns MachineSet status, its nodelink links Nodes and Machines, its health check
+# owns MHC status; this project's process owns the Machine's lifecycle and the Node's providerID.
+DROP_IN_WRITERS = {
+    ("MachineSet", "status.replicas"): MAO_MACHINESET,
+    ("Machine", "spec.providerSpec"): MAO_MACHINESET,
+    ("Machine", "status.nodeRef"): MAO_NODELINK,
+    ("Machine", "status.phase"): OURS,
+    ("Machine", "spec.providerID"): OURS,
+    ("Machine", "metadata.finalizers"): OURS,
+    ("Node", "metadata.annotations.machine.openshift.io/machine"): MAO_NODELINK,
+    ("Node", "spec.providerID"): OURS,
+    ("MachineHealthCheck", "status.currentHealthy"): MAO_MHC,
+}
+CONTROLLERS = {OURS, f"{OURS}-capacity", MAO_MACHINESET, MAO_NODELINK, MAO_MHC}
+# A Machine's status.lastUpdated is bumped by the Machine controller and by nodelink at every Ready flip of its Node,
+# on OpenShift itself too (docs/compatibility.md#nodelink): a timestamp both may touch, by design.
+SHARED_BY_DESIGN = {("Machine", "status.lastUpdated")}
+
+
+def _paths(fields: dict) -> set[str]:
+    """The fields a managedFields entry owns, as `status.nodeRef` or, in labels and annotations, down to the key
+    (`metadata.annotations.machine.openshift.io/machine`); what is deeper counts as its parent."""
+    out: set[str] = set()
+    for top, sub in fields.items():
+        for second, deeper in (sub or {}).items():
+            if second == ".":
+                continue
+            path = f"{top[2:]}.{second[2:]}"
+            if path in ("metadata.annotations", "metadata.labels"):
+                out |= {f"{path}.{key[2:]}" for key in deeper if key != "."}
+            else:
+                out.add(path)
+    return out
+
+
+class Writers:
+    """Every controller seen owning each field of each kind, accumulated over samples of managedFields."""
+
+    def __init__(self, menv, set_name: str):
+        self.menv = menv
+        self.set_name = set_name
+        self.seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+
+    def _objects(self) -> list[dict]:
+        k, ns = self.menv.cluster.kubectl, self.menv.namespace
+        kinds = "machinesets,machines,machinehealthchecks"
+        items = json.loads(k("-n", ns, "get", kinds, "-o", "json", "--show-managed-fields").stdout)["items"]
+        nodes = {((m.get("status") or {}).get("nodeRef") or {}).get("name") for m in items if m["kind"] == "Machine"}
+        all_nodes = json.loads(k("get", "nodes", "-o", "json", "--show-managed-fields").stdout)["items"]
+        return items + [n for n in all_nodes if n["metadata"]["name"] in nodes]
+
+    def sample(self) -> None:
+        for obj in self._objects():
+            for entry in obj["metadata"].get("managedFields") or []:
+                if entry["manager"] in CONTROLLERS:
+                    for path in _paths(entry.get("fieldsV1") or {}):
+                        self.seen[(obj["kind"], path)].add(entry["manager"].removesuffix("-capacity"))
+
+    def shared(self) -> dict[tuple[str, str], set[str]]:
+        return {field: who for field, who in self.seen.items() if len(who) > 1 and field not in SHARED_BY_DESIGN}
+
+    def writer(self, kind: str, path: str) -> str | None:
+        who = self.seen.get((kind, path), set())
+        return next(iter(who)) if len(who) == 1 else None
+
+
+def _converged(menv, writers: Writers, n: int) -> bool:
+    writers.sample()
+    k, ns = menv.cluster.kubectl, menv.namespace
+    machines = json.loads(k("-n", ns, "get", "machines", "-o", "json").stdout)["items"]
+    running = [m for m in machines if (m.get("status") or {}).get("phase") == "Running"
+               and (m["status"].get("nodeRef") or {}).get("name")]
+    ms = json.loads(k("-n", ns, "get", "machineset", writers.set_name, "-o", "json").stdout).get("status") or {}
+    return (len(machines) == len(running) == n and _mhc_status(menv, "check").get("currentHealthy") == n
+            and ms.get("readyReplicas") == n)
+
+
+@both_modes
+def test_every_field_has_exactly_one_writer(menv):
+    ours = menv.controller()
+    set_name = unique_name("writers")
+    _machineset(menv, set_name, 1)
+    _mhc(menv, "check", set_name)
+    writers = Writers(menv, set_name)
+    _wait(lambda: _converged(menv, writers, 1), "1 Running Machine, linked, healthy", 60, menv)
+    menv.cluster.kubectl("-n", menv.namespace, "scale", "machineset", set_name, "--replicas=2")
+    _wait(lambda: _converged(menv, writers, 2), "2 Running Machines, linked, healthy", 60, menv)
+
+    assert writers.shared() == {}
+    if menv.mode == STANDALONE:
+        assert {w for who in writers.seen.values() for w in who} == {OURS}
+    else:
+        assert {field: writers.writer(*field) for field in DROP_IN_WRITERS} == DROP_IN_WRITERS, dict(writers.seen)
+        # This project's process runs no work queue of the controllers MAO runs.
+        queues = {line.split('name="', 1)[1].split('"', 1)[0] for line in ours.metrics().splitlines()
+                  if line.startswith("workqueue_adds_total{")}
+        assert queues and not queues & {"machineset", "nodelink", "machinehealthcheck"}, queues

@@ -44,6 +44,7 @@ def test_java_sdk_creates_groups_tags_starts_and_removes_a_vm(java_client, tmp_p
     assert set(devices) == {"eth0", "lo"} and devices["eth0"]["ips"].startswith("10.88.")
     assert steps["start"][0]["status"] == "up" and steps["start"][0]["fqdn"] == "java-worker-0"
     assert steps["remove"][0]["vm"] == vm_id
+    assert int(steps["survey"][0]["objects"]) >= 20  # every other type served, read by the Java readers
     # What the engine saw: one create, two starts (the first one failed), one stop, one removal; Java's own agent.
     assert (counts["POST /vms"], counts["POST /vms/{vm}/start"], counts["POST /vms/{vm}/stop"],
             counts["DELETE /vms/{vm}"]) == (1, 2, 1, 1)

@@ -137,6 +137,7 @@ public final class SimulatorStory {
         }
         Vm up = vmService.get().send().vm();
         step("start", "status=" + up.status().value(), "host=" + up.host().id(), "fqdn=" + up.fqdn());
+        survey(system, vmService, cluster);
 
         vmService.stop().send();
         waitFor(() -> vmService.get().send().vm().status() == VmStatus.DOWN, "the VM is down after stop");
@@ -151,6 +152,36 @@ public final class SimulatorStory {
         groupService.remove().send();
         system.tagsService().tagService(clusterTag.id()).remove().send();
         step("remove", "vm=" + created.id());
+    }
+
+    /** Every other type the simulator serves, read once through the SDK's own readers (they log what they
+     *  cannot read, and the test fails on any such line). */
+    private static void survey(SystemService system, VmService vmService, Cluster cluster) {
+        int objects = 0;
+        objects += system.get().send().api().productInfo().version().major().intValue() > 0 ? 1 : 0;
+        objects += system.dataCentersService().list().send().dataCenters().size();
+        objects += system.clustersService().clusterService(cluster.id()).get().send().cluster().idPresent() ? 1 : 0;
+        objects += system.hostsService().list().send().hosts().size();
+        objects += system.storageDomainsService().list().send().storageDomains().size();
+        objects += system.networksService().list().send().networks().size();
+        objects += system.vnicProfilesService().list().send().profiles().size();
+        objects += system.templatesService().list().follow("disk_attachments.disk,nics").send().templates().size();
+        objects += system.instanceTypesService().list().send().instanceType().size();
+        objects += system.disksService().list().send().disks().size();
+        objects += system.tagsService().list().send().tags().size();
+        var jobs = system.jobsService().list().send().jobs();
+        objects += jobs.size();
+        objects += system.jobsService().jobService(jobs.get(0).id()).stepsService().list().send().steps().size();
+        objects += vmService.get().follow("disk_attachments.disk,nics,reported_devices,tags").send().vm()
+            .diskAttachments().size();
+        objects += vmService.nicsService().list().send().nics().size();
+        objects += vmService.diskAttachmentsService().list().send().attachments().size();
+        objects += vmService.graphicsConsolesService().list().send().consoles().size();
+        objects += vmService.snapshotsService().list().send().snapshots().size();
+        objects += vmService.cdromsService().list().send().cdroms().size();
+        objects += system.clustersService().clusterService(cluster.id()).affinityGroupsService().list().send()
+            .groups().size();
+        step("survey", "objects=" + objects);
     }
 
     private static List<ReportedDevice> waitForDevices(VmService vmService) throws InterruptedException {

@@ -102,7 +102,7 @@ def complete(obj: Any) -> Any:
     view = copy.copy(obj)
     if spec is not None:
         _fill(view, spec)
-    for attr, value in vars(view).items():
+    for attr, value in list(vars(view).items()):
         if isinstance(value, list) and value and type(value[0]) in ALWAYS_SENT:
             setattr(view, attr, [complete(item) for item in value])
         elif type(value) in ALWAYS_SENT and not _is_reference(value):

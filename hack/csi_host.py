@@ -161,12 +161,7 @@ def running_driver(root: Path, sim: Any, services: str = "controller,node", node
             time.sleep(0.05)
         yield f"unix://{sock}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        _stop([proc])
 
 
 def _accepts(sock: Path) -> bool:
@@ -233,14 +228,34 @@ def running_sidecars(root: Path, endpoint: str, kubeconfig: Path, sidecars: dict
             log.close()
         yield
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        _stop(procs)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
+@contextmanager
+def node_host(root: Path) -> Iterator[tuple[Any, str, str]]:
+    """A simulator, one VM standing for the node, its disks as loop devices, and the driver with both services:
+    yields (simulator, VM id, endpoint); whatever a failed test left mounted below `root` is unmounted after."""
+    from hack.ovirtsim.testing import running_simulator
+
+    with running_simulator(root / "sim") as sim:
+        vm = make_vm(sim)
+        try:
+            with LoopDisks(sim.control, vm, root / "node") as loops, \
+                    running_driver(root / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
+                yield sim, vm, endpoint
+        finally:
+            unmount_under(root)
 
 
 def online_resize_usable(work: Path) -> str:

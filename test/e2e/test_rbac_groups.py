@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from typing import Callable
 
 import pytest
@@ -28,7 +29,9 @@ def _copy_credentials(cluster, namespace: str) -> None:
 def _wait(what: str, check: Callable[[], bool], proc: ControllerProcess, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
-        assert time.monotonic() < deadline, f"never {what}\n{proc.log_text()[-4000:]}"
+        logs = proc.log_text()
+        assert "forbidden" not in logs.lower(), f"refused while waiting for {what}:\n{logs[-4000:]}"
+        assert time.monotonic() < deadline, f"never {what}\n{logs[-4000:]}"
         time.sleep(0.3)
 
 
@@ -81,11 +84,34 @@ def _machinehealthcheck(menv, proc) -> None:
     _wait("the check's status written", lambda: status().get("expectedMachines") == 0, proc)
 
 
+def _nodelink(menv, proc) -> None:
+    cluster, ns = menv.cluster, menv.namespace
+    node, pid = unique_name("rbac-node"), f"ovirt://{uuid.uuid4()}"
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}, "spec": {"providerID": pid}}))
+    try:
+        machine = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                   "metadata": {"name": node, "namespace": ns},
+                   "spec": {"providerID": pid, "metadata": {"labels": {"rbac-check": "linked"}}}}
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(machine))
+
+        def linked() -> bool:
+            m = json.loads(cluster.kubectl("-n", ns, "get", "machine", node, "-o", "json").stdout)
+            n = json.loads(cluster.kubectl("get", "node", node, "-o", "json").stdout)
+            return (((m.get("status") or {}).get("nodeRef") or {}).get("name") == node
+                    and n["metadata"].get("labels", {}).get("rbac-check") == "linked")
+
+        _wait("the Machine linked to its Node and the Node labelled", linked, proc)
+    finally:
+        cluster.kubectl("delete", "node", node, "--wait=false", check=False)
+
+
 @pytest.mark.parametrize("controllers, groups, scenario", [
     ("machine,ovirt-nodes,remediation", ("manager", "machine", "ovirt-nodes", "remediation"), _actuator_side),
     ("machineset", ("manager", "machineset"), _machineset),
     ("machinehealthcheck", ("manager", "machinehealthcheck"), _machinehealthcheck),
-], ids=["openshift-subset", "machineset", "machinehealthcheck"])
+    ("nodelink", ("manager", "nodelink"), _nodelink),
+], ids=["openshift-subset", "machineset", "machinehealthcheck", "nodelink"])
 def test_a_subset_runs_with_only_its_rbac_groups(menv, tmp_path, controllers, groups, scenario):
     cluster, ns = menv.cluster, menv.namespace
     _copy_credentials(cluster, ns)

@@ -18,7 +18,7 @@ import grpc
 from machine_controller.ovirt.errors import ConflictError, NotFoundError
 
 from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi, status_of as disk_status
-from .errors import CsiError, invalid, is_ovirt_id, not_found, rpc
+from .errors import CsiError, invalid, is_ovirt_id, not_found, require, rpc
 from .volumes import check_capabilities, description_for, fits, is_block, parameters, size_for, unsupported
 
 # Never wait for a disk past this, whatever deadline the caller gave (a sidecar without --timeout gives none).
@@ -71,8 +71,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
         # --- volumes --------------------------------------------------------------------------------------------
         @rpc
         def CreateVolume(self, request, context):
-            if not request.name:
-                raise invalid("name is required")
+            require(request, "name")
             check_capabilities(pb, request.volume_capabilities)
             if request.HasField("volume_content_source"):
                 raise invalid("volumes from snapshots or clones are not supported by this driver")
@@ -115,8 +114,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
 
         @rpc
         def DeleteVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
+            require(request, "volume_id")
             if not is_ovirt_id(request.volume_id):
                 return pb.DeleteVolumeResponse()
             with self.inflight.hold(request.volume_id):
@@ -136,12 +134,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
         # --- attachments ----------------------------------------------------------------------------------------
         @rpc
         def ControllerPublishVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.node_id:
-                raise invalid("node_id is required")
-            if not request.HasField("volume_capability"):
-                raise invalid("volume_capability is required")
+            require(request, "volume_id", "node_id", "volume_capability")
             why = unsupported(pb, request.volume_capability)
             if why:
                 raise invalid(why)
@@ -167,8 +160,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
 
         @rpc
         def ControllerUnpublishVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
+            require(request, "volume_id")
             if not is_ovirt_id(request.volume_id):
                 return pb.ControllerUnpublishVolumeResponse()
             with self.inflight.hold(request.volume_id):
@@ -183,8 +175,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
         # --- checks, growth, space ------------------------------------------------------------------------------
         @rpc
         def ValidateVolumeCapabilities(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
+            require(request, "volume_id")
             if not request.volume_capabilities:
                 raise invalid("volume_capabilities are required")
             disk = self.disks.get(request.volume_id) if is_ovirt_id(request.volume_id) else None
@@ -201,10 +192,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
 
         @rpc
         def ControllerExpandVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.HasField("capacity_range"):
-                raise invalid("capacity_range is required")
+            require(request, "volume_id", "capacity_range")
             size = size_for(request.capacity_range)
             if not is_ovirt_id(request.volume_id):
                 raise not_found(f"volume {request.volume_id} does not exist")

@@ -34,6 +34,15 @@ def invalid(message: str) -> CsiError:
     return CsiError(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+def require(request: Any, *fields: str) -> None:
+    """INVALID_ARGUMENT naming the first of `fields` the request leaves empty (or, for a message field, unset)."""
+    for name in fields:
+        value = getattr(request, name)
+        present = request.HasField(name) if hasattr(value, "ListFields") else bool(value)
+        if not present:
+            raise invalid(f"{name} is required")
+
+
 def not_found(message: str) -> CsiError:
     return CsiError(grpc.StatusCode.NOT_FOUND, message)
 

@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from ..flexvolume import Failure, current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
-from .errors import CsiError, invalid, not_found, rpc
+from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import DEFAULT_FS, is_block, unsupported
 
 DEVICE_WAIT_S = 10.0  # udev may create the by-id link a moment after the hot-plug
@@ -56,8 +56,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
             time.sleep(0.2)
 
     def check_cap(request: Any) -> Any:
-        if not request.HasField("volume_capability"):
-            raise invalid("volume_capability is required")
+        require(request, "volume_capability")
         why = unsupported(pb, request.volume_capability)
         if why:
             raise invalid(why)
@@ -83,10 +82,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeStageVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.staging_target_path:
-                raise invalid("staging_target_path is required")
+            require(request, "volume_id", "staging_target_path")
             cap = check_cap(request)
             device = wait_device(request.volume_id)
             if is_block(cap):
@@ -105,21 +101,13 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeUnstageVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.staging_target_path:
-                raise invalid("staging_target_path is required")
+            require(request, "volume_id", "staging_target_path")
             unmount(request.staging_target_path)
             return pb.NodeUnstageVolumeResponse()
 
         @rpc
         def NodePublishVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.target_path:
-                raise invalid("target_path is required")
-            if not request.staging_target_path:
-                raise invalid("staging_target_path is required (this driver stages volumes)")
+            require(request, "volume_id", "target_path", "staging_target_path")  # this driver stages volumes
             cap = check_cap(request)
             target = request.target_path
             if is_mountpoint(target):
@@ -145,10 +133,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeUnpublishVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.target_path:
-                raise invalid("target_path is required")
+            require(request, "volume_id", "target_path")
             target = request.target_path
             unmount(target)
             if os.path.isdir(target):
@@ -159,10 +144,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeGetVolumeStats(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.volume_path:
-                raise invalid("volume_path is required")
+            require(request, "volume_id", "volume_path")
             path = request.volume_path
             if not os.path.exists(path):
                 raise not_found(f"{path} does not exist")
@@ -180,10 +162,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeExpandVolume(self, request, context):
-            if not request.volume_id:
-                raise invalid("volume_id is required")
-            if not request.volume_path:
-                raise invalid("volume_path is required")
+            require(request, "volume_id", "volume_path")
             path = request.volume_path
             if not os.path.exists(path):
                 raise not_found(f"{path} does not exist")

@@ -12,9 +12,7 @@ import uuid
 import grpc
 import pytest
 
-from hack.csi_host import (CsiClient, LoopDisks, loop_devices_usable, make_vm, online_resize_usable, running_driver,
-                           unmount_under)
-from hack.ovirtsim.testing import running_simulator
+from hack.csi_host import CsiClient, loop_devices_usable, node_host, online_resize_usable
 
 GIB = 2**30
 
@@ -24,16 +22,12 @@ def node(tmp_path):
     why = loop_devices_usable()
     if why:
         pytest.skip(f"machine limitation: {why}")
-    with running_simulator(tmp_path / "sim") as sim:
-        vm = make_vm(sim)
-        with LoopDisks(sim.control, vm, tmp_path / "node") as loops, \
-                running_driver(tmp_path / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
-            csi = CsiClient(endpoint)
-            try:
-                yield csi, vm, tmp_path
-            finally:
-                csi.close()
-                unmount_under(tmp_path)
+    with node_host(tmp_path) as (_sim, vm, endpoint):
+        csi = CsiClient(endpoint)
+        try:
+            yield csi, vm, tmp_path
+        finally:
+            csi.close()
 
 
 def test_stage_publish_readonly_restage_and_stats(node):

@@ -12,8 +12,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from hack.controlplane.csi_tools import CSI_SANITY, build_tool
-from hack.csi_host import LoopDisks, loop_devices_usable, make_vm, running_driver, unmount_under
-from hack.ovirtsim.testing import running_simulator
+from hack.csi_host import loop_devices_usable, node_host
 
 # Skip message -> why the driver does not offer it.
 EXPECTED_SKIPS = {
@@ -49,20 +48,16 @@ def test_csi_sanity_passes(sanity_binary, tmp_path, access_type):
     why = loop_devices_usable()
     if why:
         pytest.skip(f"machine limitation: {why}")
-    with running_simulator(tmp_path / "sim") as sim:
-        vm = make_vm(sim)
-        with LoopDisks(sim.control, vm, tmp_path / "node") as loops, \
-                running_driver(tmp_path / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
-            params = tmp_path / "params.yaml"
-            params.write_text("storageDomainName: nfs-data\nthinProvisioning: \"true\"\n")
-            junit = tmp_path / "junit.xml"
-            proc = subprocess.run(
-                [str(sanity_binary), f"--csi.endpoint={endpoint}", f"--csi.mountdir={tmp_path}/mnt",
-                 f"--csi.stagingdir={tmp_path}/staging", f"--csi.testvolumesize={2**30}",
-                 f"--csi.testvolumeexpandsize={2 * 2**30}", f"--csi.testvolumeparameters={params}",
-                 f"--csi.testvolumeaccesstype={access_type}", f"--ginkgo.junit-report={junit}", "--ginkgo.no-color"],
-                capture_output=True, text=True, timeout=300)
-            unmount_under(tmp_path)  # csi-sanity unmounts what it mounted; this only acts after a failure
+    params = tmp_path / "params.yaml"
+    params.write_text("storageDomainName: nfs-data\nthinProvisioning: \"true\"\n")
+    junit = tmp_path / "junit.xml"
+    with node_host(tmp_path) as (_sim, _vm, endpoint):
+        proc = subprocess.run(
+            [str(sanity_binary), f"--csi.endpoint={endpoint}", f"--csi.mountdir={tmp_path}/mnt",
+             f"--csi.stagingdir={tmp_path}/staging", f"--csi.testvolumesize={2**30}",
+             f"--csi.testvolumeexpandsize={2 * 2**30}", f"--csi.testvolumeparameters={params}",
+             f"--csi.testvolumeaccesstype={access_type}", f"--ginkgo.junit-report={junit}", "--ginkgo.no-color"],
+            capture_output=True, text=True, timeout=300)
     cases = list(ET.parse(junit).iter("testcase"))
     failed = [c.get("name") for c in cases if c.find("failure") is not None or c.find("error") is not None]
     assert proc.returncode == 0 and not failed, f"{failed}\n{proc.stdout[-6000:]}"

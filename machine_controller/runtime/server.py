@@ -40,19 +40,19 @@ class ServingCert:
         self.context()  # a missing or broken certificate is a start-up error, not a failure at the first scrape
 
     def context(self) -> ssl.SSLContext:
-        stamp = (os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime)
         with self._lock:
-            if self._context is None or stamp != self._stamp:
-                context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                context.minimum_version = ssl.TLSVersion.TLSv1_2
-                try:
+            try:
+                stamp = (os.stat(self.cert_file).st_mtime, os.stat(self.key_file).st_mtime)
+                if self._context is None or stamp != self._stamp:
+                    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+                    context.minimum_version = ssl.TLSVersion.TLSv1_2
                     context.load_cert_chain(self.cert_file, self.key_file)
-                except (OSError, ssl.SSLError):
-                    if self._context is None:
-                        raise
-                    # Caught between the two files of a rotation: serve the old pair, look again next time.
-                    return self._context
-                self._context, self._stamp = context, stamp
+                    self._context, self._stamp = context, stamp
+            except (OSError, ssl.SSLError):
+                if self._context is None:
+                    raise
+                # Caught in the middle of a rotation (a file missing, or a new key with the old certificate):
+                # serve the pair loaded last, and look again at the next connection.
             return self._context
 
 

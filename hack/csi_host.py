@@ -13,6 +13,7 @@ resize2fs, statvfs) is the real kernel operation on that loop device: nothing in
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -258,30 +259,34 @@ def node_host(root: Path) -> Iterator[tuple[Any, str, str]]:
             unmount_under(root)
 
 
-def online_resize_usable(work: Path) -> str:
-    """"" when this machine lets resize2fs grow a mounted ext4 filesystem on a loop device, else why not (some
-    sandboxes refuse the kernel's resize ioctl even to root)."""
+def online_resize_usable(work: Path, fs: str = "ext4") -> str:
+    """"" when this machine lets the filesystem's tool (resize2fs, xfs_growfs) grow it mounted on a loop device,
+    else why not (some sandboxes refuse ext4's online resize ioctl even to root, while xfs grows)."""
     why = loop_devices_usable()
     if why:
         return why
+    if not shutil.which(f"mkfs.{fs}"):
+        return f"mkfs.{fs} is not installed"
     work.mkdir(parents=True, exist_ok=True)
     image, mnt = work / "probe.img", work / "probe-mnt"
     mnt.mkdir(exist_ok=True)
     with open(image, "wb") as f:
-        f.truncate(64 * 2**20)
+        f.truncate(320 * 2**20)  # mkfs.xfs wants 300 MiB at least
     loop = subprocess.run(["losetup", "--find", "--show", str(image)], capture_output=True, text=True,
                           check=True).stdout.strip()
     try:
-        subprocess.run(["mkfs.ext4", "-q", "-F", loop], check=True, capture_output=True)
+        subprocess.run(["mkfs.xfs", "-q", "-f", loop] if fs == "xfs" else ["mkfs.ext4", "-q", "-F", loop], check=True,
+                       capture_output=True)
         subprocess.run(["mount", loop, str(mnt)], check=True, capture_output=True)
         try:
             before = os.statvfs(mnt).f_blocks
             with open(image, "ab") as f:
-                f.truncate(128 * 2**20)
+                f.truncate(640 * 2**20)
             subprocess.run(["losetup", "--set-capacity", loop], check=True, capture_output=True)
-            r = subprocess.run(["resize2fs", loop], capture_output=True, text=True)
+            grow = ["xfs_growfs", str(mnt)] if fs == "xfs" else ["resize2fs", loop]
+            r = subprocess.run(grow, capture_output=True, text=True)
             if r.returncode != 0 or os.statvfs(mnt).f_blocks <= before:
-                return f"resize2fs cannot grow a mounted filesystem here: {(r.stderr or r.stdout).strip()[-200:]}"
+                return f"{grow[0]} cannot grow a mounted {fs} here: {(r.stderr or r.stdout).strip()[-200:]}"
             return ""
         finally:
             subprocess.run(["umount", str(mnt)], capture_output=True)

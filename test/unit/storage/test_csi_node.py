@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import time
 import uuid
 
@@ -30,12 +31,15 @@ def node(tmp_path):
             csi.close()
 
 
-def test_stage_publish_readonly_restage_and_stats(node):
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_stage_publish_readonly_restage_and_stats(node, fs):
+    if not shutil.which(f"mkfs.{fs}"):
+        pytest.skip(f"machine limitation: mkfs.{fs} is not installed")
     csi, vm, tmp = node
     pb = csi.pb
     assert csi.node.NodeGetInfo(pb.NodeGetInfoRequest()).node_id == vm
-    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB)
-    cap = csi.mount_cap()
+    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB, caps=[csi.mount_cap(fs_type=fs)])
+    cap = csi.mount_cap(fs_type=fs)
     csi.controller.ControllerPublishVolume(pb.ControllerPublishVolumeRequest(
         volume_id=vol.volume_id, node_id=vm, volume_capability=cap))
     staging, rw, ro = str(tmp / "staging"), str(tmp / "pods" / "rw"), str(tmp / "pods" / "ro")
@@ -58,6 +62,7 @@ def test_stage_publish_readonly_restage_and_stats(node):
     by_unit = {u.unit: u for u in stats.usage}
     total_before = by_unit[pb.VolumeUsage.BYTES].total
     assert 0.9 * GIB < total_before <= GIB and by_unit[pb.VolumeUsage.INODES].used > 0
+    assert f" {fs} " in open("/proc/self/mounts").read()
     with pytest.raises(grpc.RpcError) as err:
         csi.node.NodeGetVolumeStats(pb.NodeGetVolumeStatsRequest(volume_id=vol.volume_id, volume_path=str(tmp / "x")))
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
@@ -74,18 +79,19 @@ def test_stage_publish_readonly_restage_and_stats(node):
     csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=vol.volume_id))
 
 
-@pytest.fixture
-def online_resize(tmp_path):
-    why = online_resize_usable(tmp_path / "resize-probe")
+@pytest.fixture(params=["ext4", "xfs"])
+def online_resize(request, tmp_path):
+    why = online_resize_usable(tmp_path / "resize-probe", request.param)
     if why:
         pytest.skip(f"machine limitation: {why}")
+    return request.param
 
 
 def test_online_expansion_grows_the_filesystem(online_resize, node):
     csi, vm, tmp = node
     pb = csi.pb
-    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB)
-    cap = csi.mount_cap()
+    cap = csi.mount_cap(fs_type=online_resize)
+    vol = csi.create(f"pvc-{uuid.uuid4()}", required=GIB, caps=[cap])
     csi.controller.ControllerPublishVolume(pb.ControllerPublishVolumeRequest(
         volume_id=vol.volume_id, node_id=vm, volume_capability=cap))
     staging, rw = str(tmp / "staging"), str(tmp / "pods" / "rw")

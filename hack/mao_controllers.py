@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Callable
 
@@ -18,11 +19,16 @@ DROP_IN_CONTROLLERS = "machine,ovirt-nodes,remediation"
 CONFIG_CRDS = ("infrastructures.config.openshift.io", "dnses.config.openshift.io")
 
 
-def install_openshift_config(kubectl: Callable[..., object], infra_id: str, binaries: MaoBinaries | None = None,
-                             base_domain: str = "example.com") -> None:
+def install_openshift_config(kubectl: Callable[..., subprocess.CompletedProcess[str]], infra_id: str,
+                             binaries: MaoBinaries | None = None, base_domain: str = "example.com") -> None:
     """The cluster-scoped config.openshift.io objects MAO's controllers read, as an oVirt installation leaves them:
     the CRDs from openshift/api, the Infrastructure `cluster` (platform oVirt, the cluster's infra ID) and the DNS
-    `cluster`. `kubectl(*args, input=...)` runs the pinned kubectl as admin; applying again changes nothing."""
+    `cluster`. `kubectl(*args, input=..., check=...)` runs the pinned kubectl as admin.
+
+    A cluster that already has an Infrastructure `cluster` (an OpenShift cluster, or one set up by an earlier test)
+    is left exactly as it is: its own configuration is never overwritten."""
+    if kubectl("get", "infrastructures.config.openshift.io", "cluster", check=False).returncode == 0:
+        return
     b = ensure_mao(binaries)
     kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={crd}" for crd in b.crds()))
     kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CONFIG_CRDS))
@@ -65,6 +71,9 @@ class MaoControllers:
         for p in self.processes.values():
             if p.health_port is not None:
                 p.wait_ready(timeout)
+        for p in self.processes.values():  # nodelink has no /readyz: at least it must not have exited
+            if p.proc is not None and p.proc.poll() is not None:
+                raise RuntimeError(f"{p.name} exited with {p.proc.returncode}; log: {p.log_path}")
         return self
 
     def stop(self) -> None:

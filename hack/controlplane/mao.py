@@ -30,7 +30,7 @@ MAO_COMMANDS = ("machineset", "nodelink-controller", "machine-healthcheck")
 OPENSHIFT_API_MODULE = "github.com/openshift/api"
 # The config.openshift.io CRDs the controllers read, by their file in openshift/api (the Default feature set's
 # variant where there is one): cmd/machineset reads the Infrastructure and DNS objects named `cluster` at start-up
-# (for its admission webhooks, built even when they are not served) and exits without them.
+# and exits without them (docs/compatibility.md#machine-api-operators-own-controllers).
 OPENSHIFT_CRDS = (
     "config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
     "config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_dnses.crd.yaml",

@@ -19,7 +19,7 @@ from test_machinehealthcheck import _machineset, _mhc, _mhc_status
 from test_remediation import _wait
 
 OURS = "ovirt-machine-controller"
-# client-go names a controller's field manager after its binary (hack/controlplane/mao.py MAO_COMMANDS).
+# Field managers are named after MAO's binaries (docs/compatibility.md#machine-api-operators-own-controllers).
 MAO_MACHINESET, MAO_NODELINK, MAO_MHC = "machineset", "nodelink-controller", "machine-healthcheck"
 # Which controller writes what, dropped in beside MAO (docs/architecture.md#deployment-modes): MAO's MachineSet
 # controller creates Machines and owns MachineSet status, its nodelink links Nodes and Machines, its health check
@@ -36,8 +36,8 @@ DROP_IN_WRITERS = {
     ("MachineHealthCheck", "status.currentHealthy"): MAO_MHC,
 }
 CONTROLLERS = {OURS, f"{OURS}-capacity", MAO_MACHINESET, MAO_NODELINK, MAO_MHC}
-# A Machine's status.lastUpdated is bumped by the Machine controller and by nodelink at every Ready flip of its Node,
-# on OpenShift itself too (docs/compatibility.md#nodelink): a timestamp both may touch, by design.
+# A Machine's status.lastUpdated is written by the Machine controller and by nodelink, on OpenShift itself too
+# (docs/compatibility.md#machine-api-operators-own-controllers).
 SHARED_BY_DESIGN = {("Machine", "status.lastUpdated")}
 
 

@@ -18,6 +18,7 @@ import argparse
 import json
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,25 +83,26 @@ def _module_dir(work: Path, module: str) -> Path:
     return Path(json.loads(out)["Dir"])
 
 
+def _publish(partial: Path, final: Path) -> None:
+    """Put a finished directory in place by a rename: a half-built set is never taken for a whole one."""
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+
+
 def build_commands(b: MaoBinaries, work: Path) -> None:
-    tmp_out = b.bin_dir.with_name("bin.partial")
-    shutil.rmtree(tmp_out, ignore_errors=True)
-    tmp_out.mkdir(parents=True)
+    # A directory of its own per build, so two builds at once (two checkouts on one machine) do not clobber each other.
+    tmp_out = Path(tempfile.mkdtemp(dir=b.root, prefix="bin.partial-"))
     pkgs = [f"{MAO_MODULE}/cmd/{c}" for c in MAO_COMMANDS]
     run_go(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp_out), *pkgs], work)
-    shutil.rmtree(b.bin_dir, ignore_errors=True)
-    tmp_out.rename(b.bin_dir)  # atomic: a half-built set is never taken for a whole one
+    _publish(tmp_out, b.bin_dir)
 
 
 def copy_crds(b: MaoBinaries, work: Path) -> None:
     api_dir = _module_dir(work, OPENSHIFT_API_MODULE)
-    tmp = b.crd_dir.with_name("crds.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = Path(tempfile.mkdtemp(dir=b.root, prefix="crds.partial-"))
     for rel in OPENSHIFT_CRDS:
         shutil.copyfile(api_dir / rel, tmp / Path(rel).name)
-    shutil.rmtree(b.crd_dir, ignore_errors=True)
-    tmp.rename(b.crd_dir)
+    _publish(tmp, b.crd_dir)
 
 
 def ensure_mao(b: MaoBinaries | None = None) -> MaoBinaries:

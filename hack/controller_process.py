@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Self
 
 
 def free_port() -> int:
@@ -36,7 +37,7 @@ class Process:
     def name(self) -> str:
         return self.log_path.stem
 
-    def start(self) -> "Process":
+    def start(self) -> Self:
         repo = Path(__file__).resolve().parents[1]
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self._args, stdout=self._log, stderr=subprocess.STDOUT, cwd=repo, env=self._env,
@@ -86,7 +87,7 @@ class Process:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def __enter__(self) -> "Process":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -12,7 +12,7 @@ import yaml
 
 from api.remediation import API_VERSION
 from hack import ovirt_install
-from machines import STANDALONE, both_modes, unique_name
+from machines import DROP_IN, STANDALONE, both_modes, unique_name
 from test_remediation import _counts, _events, _node, _ready, _remediation, _wait
 
 CONDITIONS = [{"type": "Ready", "status": "Unknown", "timeout": "5s"},
@@ -102,6 +102,10 @@ def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
     menv.sim.control.crash_vm(vm_id)
     request = _wait(lambda: _remediation(menv, name), "a remediation request named after the Machine", 60, menv)
     assert [o["uid"] for o in request["metadata"]["ownerReferences"]] == [machine["metadata"]["uid"]]
+    # Beside MAO, its health check made the request (field manager named after its binary) and this project's
+    # remediation controller acts on it (docs/compatibility.md#machine-api-operators-own-controllers).
+    writers = {entry["manager"] for entry in request["metadata"]["managedFields"]}
+    assert ("machine-healthcheck" in writers) == (menv.mode == DROP_IN), writers
     _wait(lambda: _ready(_node(menv, node)) == "True" and _remediation(menv, name) is None,
           "the Node Ready again and the request deleted", 120, menv)
     elapsed = time.monotonic() - began

@@ -67,7 +67,8 @@ def _request(menv, machine: str, **spec) -> None:
 
 
 def _remediation(menv, name: str) -> dict | None:
-    r = menv.cluster.kubectl("-n", menv.namespace, "get", "ovirtremediation", name, "-o", "json", check=False)
+    r = menv.cluster.kubectl("-n", menv.namespace, "get", "ovirtremediation", name, "-o", "json",
+                             "--show-managed-fields", check=False)
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from machine_controller.app import COMPONENT
+from machine_controller.controllers.machineset import CAPACITY_FIELD_MANAGER
 from machines import STANDALONE, both_modes, unique_name
 from test_machinehealthcheck import _machineset, _mhc, _mhc_status
 from test_remediation import _wait
 
-OURS = "ovirt-machine-controller"
+OURS = COMPONENT  # the process's user agent, so its field manager
 # Field managers are named after MAO's binaries (docs/compatibility.md#machine-api-operators-own-controllers).
 MAO_MACHINESET, MAO_NODELINK, MAO_MHC = "machineset", "nodelink-controller", "machine-healthcheck"
 # Which controller writes what, dropped in beside MAO (docs/architecture.md#deployment-modes): MAO's MachineSet
@@ -35,7 +37,10 @@ DROP_IN_WRITERS = {
     ("Node", "spec.providerID"): OURS,
     ("MachineHealthCheck", "status.currentHealthy"): MAO_MHC,
 }
-CONTROLLERS = {OURS, f"{OURS}-capacity", MAO_MACHINESET, MAO_NODELINK, MAO_MHC}
+# Field manager -> controller process: this project's MachineSet controller applies capacity annotations under a
+# manager of its own.
+PROCESS = {CAPACITY_FIELD_MANAGER: OURS, OURS: OURS, MAO_MACHINESET: MAO_MACHINESET, MAO_NODELINK: MAO_NODELINK,
+           MAO_MHC: MAO_MHC}
 # A Machine's status.lastUpdated is written by the Machine controller and by nodelink, on OpenShift itself too
 # (docs/compatibility.md#machine-api-operators-own-controllers).
 SHARED_BY_DESIGN = {("Machine", "status.lastUpdated")}
@@ -76,9 +81,9 @@ class Writers:
     def sample(self) -> None:
         for obj in self._objects():
             for entry in obj["metadata"].get("managedFields") or []:
-                if entry["manager"] in CONTROLLERS:
+                if entry["manager"] in PROCESS:  # not kubectl, the simulated kubelets or kube-controller-manager
                     for path in _paths(entry.get("fieldsV1") or {}):
-                        self.seen[(obj["kind"], path)].add(entry["manager"].removesuffix("-capacity"))
+                        self.seen[(obj["kind"], path)].add(PROCESS[entry["manager"]])
 
     def shared(self) -> dict[tuple[str, str], set[str]]:
         return {field: who for field, who in self.seen.items() if len(who) > 1 and field not in SHARED_BY_DESIGN}

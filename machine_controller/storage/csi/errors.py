@@ -19,6 +19,7 @@ from machine_controller.ovirt.errors import (AuthenticationError, BadRequestErro
 from machine_controller.runtime.logging import get_logger
 
 from ..disks import DiskIllegal, DiskLocked
+from ..flexvolume import Failure
 
 log = get_logger(__name__)
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -65,6 +66,8 @@ def status_of(err: BaseException) -> tuple[grpc.StatusCode, str]:
         return grpc.StatusCode.UNAVAILABLE, str(err)
     if isinstance(err, BadRequestError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(err)
+    if isinstance(err, Failure):  # a node command (mkfs, mount, resize2fs) failed: its own words
+        return grpc.StatusCode.INTERNAL, str(err)
     if isinstance(err, (AuthenticationError, DiskIllegal, OvirtError)):
         return grpc.StatusCode.INTERNAL, str(err)
     return grpc.StatusCode.INTERNAL, f"{type(err).__name__}: {err}"

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from ..flexvolume import Failure, current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
+from ..flexvolume import current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
 from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import DEFAULT_FS, is_block, unsupported
 
@@ -35,10 +35,6 @@ def _mount_source(path: str) -> str:
 def _device_size(device: str) -> int:
     with open(device, "rb") as f:
         return f.seek(0, os.SEEK_END)
-
-
-def _failure(e: Failure) -> CsiError:
-    return CsiError(grpc.StatusCode.INTERNAL, str(e))
 
 
 def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DEVICE_WAIT_S) -> Any:
@@ -63,11 +59,8 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
         return request.volume_capability
 
     def unmount(path: str) -> None:
-        try:
-            if is_mountpoint(path):
-                must_run(["umount", path])
-        except Failure as e:
-            raise _failure(e)
+        if is_mountpoint(path):
+            must_run(["umount", path])
 
     class Node(pb_grpc.NodeServicer):
         @rpc
@@ -93,10 +86,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
                     raise CsiError(grpc.StatusCode.ALREADY_EXISTS, f"{path} holds another device")
                 return pb.NodeStageVolumeResponse()
             fs = (cap.mount.fs_type or DEFAULT_FS).lower()
-            try:
-                format_and_mount(device, path, fs, list(cap.mount.mount_flags))
-            except Failure as e:
-                raise _failure(e)
+            format_and_mount(device, path, fs, list(cap.mount.mount_flags))
             return pb.NodeStageVolumeResponse()
 
         @rpc
@@ -121,14 +111,10 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
                 if not is_mountpoint(source):
                     raise CsiError(grpc.StatusCode.FAILED_PRECONDITION, f"volume is not staged at {source}")
                 os.makedirs(target, exist_ok=True)
-            options = ["bind"]
-            try:
-                must_run(["mount", "-o", ",".join(options), source, target])
-                if request.readonly:
-                    # A bind mount takes `ro` only on a remount (mount(8)).
-                    must_run(["mount", "-o", "remount,bind,ro", target])
-            except Failure as e:
-                raise _failure(e)
+            must_run(["mount", "-o", "bind", source, target])
+            if request.readonly:
+                # A bind mount takes `ro` only on a remount (mount(8)).
+                must_run(["mount", "-o", "remount,bind,ro", target])
             return pb.NodePublishVolumeResponse()
 
         @rpc
@@ -174,15 +160,12 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
             fs = current_fs(device)
             if not fs:  # a raw block volume (the user's data, no filesystem of ours): the device itself grew
                 return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
-            try:
-                if fs.startswith("ext"):
-                    must_run(["resize2fs", device])
-                elif fs == "xfs":
-                    must_run(["xfs_growfs", path])
-                else:
-                    raise invalid(f"cannot grow filesystem {fs!r} on {device}")
-            except Failure as e:
-                raise _failure(e)
+            if fs.startswith("ext"):
+                must_run(["resize2fs", device])
+            elif fs == "xfs":
+                must_run(["xfs_growfs", path])
+            else:
+                raise invalid(f"cannot grow filesystem {fs!r} on {device}")
             return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
 
     return Node()

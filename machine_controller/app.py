@@ -23,7 +23,7 @@ from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.instances import OvirtInstances
 from machine_controller.ovirt.power import OvirtPower
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Informer
+from machine_controller.runtime.informer import Informer, without_managed_fields
 from machine_controller.runtime.kube import Rest, load_api_client
 from machine_controller.runtime.leader_election import LeaderElectionConfig
 from machine_controller.runtime.logging import configure_logging
@@ -67,14 +67,17 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         manager.health.add_readyz_check("ovirt-credentials", lambda: creds.problem is None)
     manager.on_shutdown(pool.close)
     actuator = OvirtActuator(client, UserData(rest), ClusterVips(rest))
-    instances = OvirtInstances(client)
+    instances = OvirtInstances(client, actuator.snapshots)  # a new Node's VM is in a recent list
     power = OvirtPower(client)
 
     # The informers the controllers share.
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
+    # No reader of Machines or Nodes looks at managedFields (the MachineSet controller reads a set's own).
     machines = manager.add_informer(Informer(api, MACHINES, namespace=config.namespace or None,
-                                             resync_period=config.resync_s, indexers=indexers))
-    nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers))
+                                             resync_period=config.resync_s, indexers=indexers,
+                                             transform=without_managed_fields))
+    nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
+                                          transform=without_managed_fields))
     events = EventRecorder(api, COMPONENT)
     manager.on_shutdown(events.close)
     mao = MaoCollector()

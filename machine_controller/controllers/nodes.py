@@ -31,6 +31,7 @@ class NodeInstanceReconciler:
         self._nodes = nodes
         self._instances = instances
         self._events = events
+        self._written: dict[str, str] = {}  # Node -> resourceVersion of our providerID write
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)
@@ -40,11 +41,14 @@ class NodeInstanceReconciler:
         pid = (node.get("spec") or {}).get("providerID") or ""
         if pid and not self._instances.owns(pid):
             return None  # another provider's Node
+        if self._written.pop(name, None) == node["metadata"].get("resourceVersion"):
+            return None  # the echo of our own providerID write: its instance was found a moment ago
         instance = self._instances.find(name, pid or None)
         if not pid:
             if instance is None:
                 return None  # not an instance of ours (yet); a later Node event brings us back
-            self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}})
+            updated = self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}})
+            self._written[name] = (updated.get("metadata") or {}).get("resourceVersion") or ""
             log.info("set node providerID", node=name, provider_id=instance.provider_id)
             return None
         if instance is None:

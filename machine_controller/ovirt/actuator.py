@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import ovirtsdk4.types as types
@@ -29,9 +29,10 @@ from machine_controller.controllers.actuator import InstanceStatus, InvalidMachi
 
 from .addresses import machine_addresses, usable_ips
 from .client import OvirtClient
+from .engine_limits import check_memory, check_vm_name
 from .errors import BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError
 from .lookups import Lookups
-from .snapshots import VmSnapshots
+from .snapshots import NotYet, VmSnapshots
 from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
 
 log = structlog.get_logger(__name__)
@@ -42,6 +43,7 @@ AUTO_PINNING_MIN_ENGINE = (4, 4, 5)
 
 _BOOTING = {types.VmStatus.WAIT_FOR_LAUNCH, types.VmStatus.POWERING_UP, types.VmStatus.REBOOT_IN_PROGRESS}
 _RUNNING = {types.VmStatus.UP, types.VmStatus.MIGRATING}
+_BOOTING_STATES = {s.value for s in _BOOTING}
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class _PollBackoff:
         self._first = first
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, int]] = {}
+        self._planned: dict[tuple[str, str], tuple[float, Progress]] = {}  # (verb, VM id) -> (next look, answer)
 
     def next(self, vm_id: str, state: str, cap: float) -> float:
         with self._lock:
@@ -77,9 +80,30 @@ class _PollBackoff:
         now = time.monotonic()
         return math.ceil((now + interval) / interval) * interval - now + _ALIGN_SLACK_S
 
+    def plan(self, verb: str, progress: Progress) -> Progress:
+        if progress.instance_id and not progress.done:
+            with self._lock:
+                self._planned[(verb, progress.instance_id)] = (time.monotonic() + progress.requeue_after, progress)
+        return progress
+
+    def early(self, verb: str, vm_id: str | None) -> Progress | None:
+        """What `verb` said at its last look, with the time left until the next one, when a Machine comes back
+        before it (its own writes wake it): nothing in the engine is awaited sooner, so nothing is asked."""
+        with self._lock:
+            planned = self._planned.get((verb, vm_id or ""))
+        if planned is None:
+            return None
+        left = planned[0] - time.monotonic()
+        if left <= _ALIGN_SLACK_S:
+            return None
+        # The problem, if any, was reported at that look; saying it again would repeat its event.
+        return replace(planned[1], requeue_after=left, problem=None)
+
     def forget(self, vm_id: str | None) -> None:
         with self._lock:
             self._seen.pop(vm_id or "", None)
+            for verb in ("provision", "delete"):
+                self._planned.pop((verb, vm_id or ""), None)
 
 
 def provider_id(vm_id: str) -> str:
@@ -113,10 +137,12 @@ class OvirtActuator:
         self._timing = timing
         self._polls = _PollBackoff(timing.first_poll_s)
         self._lookups = lookups or Lookups(client)
-        self._snapshots = snapshots or VmSnapshots(client)
+        self.snapshots = snapshots or VmSnapshots(client)
         self._acted: dict[str, float] = {}  # VM id -> when we last changed it (a list must be newer to judge it)
         self._os_disk_ok: set[str] = set()  # VMs whose OS disk was seen at its size, unlocked
         self._configured: set[str] = set()  # VMs whose NICs, tag and affinity groups were set
+        self._removed: set[str] = set()  # VMs whose removal the engine accepted
+        self._no_ip: dict[str, float] = {}  # running VMs seen without an address -> when
 
     # --- spec ---------------------------------------------------------------------------------------------------
     def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
@@ -134,20 +160,21 @@ class OvirtActuator:
         return spec
 
     # --- lookup -------------------------------------------------------------------------------------------------
-    def find_vm(self, machine: Machine) -> types.Vm | None:
+    def find_vm(self, machine: Machine, may_defer: bool = False) -> types.Vm | None:
         """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name. From the
-        shared list of its cluster when the spec names one the engine has, else asked on its own."""
+        shared list of its cluster when the spec names one the engine has, else asked on its own. With
+        `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py)."""
         cluster = self._cluster_of(machine)
         if cluster is None:
             return self._find_directly(machine)
         known = vm_id_of(machine)
         if known:
-            vm = self._snapshots.by_id(cluster.name, known, self._acted.get(known, 0.0))
-            if vm is None:
+            vm = self.snapshots.by_id(cluster.name, known, self._acted.get(known, 0.0), may_defer)
+            if vm is None and known not in self._removed:  # absent from a list newer than our removal: gone
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
                 return vm
-        named = [v for v in self._snapshots.by_name(cluster.name, machine.metadata.name) if v.id]
+        named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name) if v.id]
         if len(named) > 1:
             raise OvirtError(f"{len(named)} VMs are named {machine.metadata.name!r}; refusing to guess which one "
                              "is the Machine's")
@@ -171,13 +198,15 @@ class OvirtActuator:
         return cluster if cluster is not None and cluster.name else None
 
     def _acted_on(self, vm_id: str) -> None:
-        self._acted[vm_id] = self._snapshots.now()
+        self._acted[vm_id] = self.snapshots.now()
 
     def _forget(self, vm_id: str | None) -> None:
         self._polls.forget(vm_id)
         self._acted.pop(vm_id or "", None)
         self._os_disk_ok.discard(vm_id or "")
         self._configured.discard(vm_id or "")
+        self._removed.discard(vm_id or "")
+        self._no_ip.pop(vm_id or "", None)
 
     def exists(self, machine: Machine) -> bool:
         return self.find_vm(machine) is not None
@@ -185,15 +214,20 @@ class OvirtActuator:
     # --- provisioning -------------------------------------------------------------------------------------------
     def provision(self, machine: Machine) -> Progress:
         spec = self.spec_of(machine)
+        early = self._polls.early("provision", vm_id_of(machine))
+        if early is not None:
+            return early
         try:
-            return self._provision(machine, spec)
+            return self._polls.plan("provision", self._provision(machine, spec))
+        except NotYet as e:
+            return self._polls.plan("provision", _next_list(machine, e))
         except (NotFoundError, BadRequestError):
             # Something we kept (a template, a group) may be gone or recreated: look everything up again.
             self._lookups.forget()
             raise
 
     def _provision(self, machine: Machine, spec: OvirtMachineProviderSpec) -> Progress:
-        vm = self.find_vm(machine)
+        vm = self.find_vm(machine, may_defer=True)
         if vm is None:
             vm = self._create(machine, spec)
             return self._wait(vm, self._timing.locked_s, "the new VM's disks to be copied")
@@ -228,15 +262,20 @@ class OvirtActuator:
     def _wait(self, vm: types.Vm, cap: float, what: str, state: str | None = None,
               problem: str | None = None) -> Progress:
         st = state or (vm.status.value if vm.status else None)
-        after = self._polls.next(vm.id, f"{st}:{what}", cap)
+        # The interval doubles while the VM stays in one state; a boot that moves from wait_for_launch to
+        # powering_up is one wait, and so is image_locked whoever saw it first.
+        after = self._polls.next(vm.id, "booting" if st in _BOOTING_STATES else f"{st}", cap)
         return Progress(done=False, requeue_after=after, waiting_for=what, instance_id=vm.id, instance_state=st,
                         problem=problem)
 
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
         name = machine.metadata.name
+        check_vm_name(name)
         # Check everything the VM will need before creating it, so a missing dependency leaves no VM behind.
-        if self._lookups.cluster(spec.cluster_id) is None:
+        cluster = self._lookups.cluster(spec.cluster_id)
+        if cluster is None:
             raise MissingDependencyError(f"oVirt cluster {spec.cluster_id} not found")
+        check_memory(spec, cluster)
         template = self._lookups.template(spec.template_name, spec.cluster_id)
         if template is None:
             raise MissingDependencyError(f"oVirt template {spec.template_name!r} not found")
@@ -296,8 +335,7 @@ class OvirtActuator:
                 if group is None:
                     raise MissingDependencyError(
                         f"oVirt affinity group {name!r} not found in cluster {spec.cluster_id}")
-                if vm.id not in self.client.affinity_group_vm_ids(spec.cluster_id, group.id):
-                    self.client.add_vm_to_affinity_group(spec.cluster_id, group.id, vm.id)
+                self.client.add_vm_to_affinity_group(spec.cluster_id, group.id, vm.id)  # idempotent
             self._configured.add(vm.id)
         pending = self._grow_os_disk(machine, spec, vm)
         if pending:
@@ -346,6 +384,11 @@ class OvirtActuator:
         vm = vm or self.find_vm(machine)
         if vm is None:
             return None
+        cluster = self._cluster_of(machine)
+        if vm.status in _RUNNING and vm.id in self._no_ip and cluster is not None:
+            # That VM had no address at the last look: a list not newer than that look cannot tell more (its
+            # Node may already be there, registered by the guest once it had one).
+            vm = self.snapshots.by_id(cluster.name, vm.id, self._no_ip[vm.id]) or vm
         state = vm.status.value if vm.status else "unknown"
         addresses: list[NodeAddress] | None = None
         ips: list[str] = []
@@ -354,6 +397,10 @@ class OvirtActuator:
             devices = vm.reported_devices if vm.reported_devices is not None else self.client.reported_devices(vm.id)
             ips = usable_ips(devices, self._excluded_ips())
             addresses = machine_addresses(vm.name, ips)
+            if ips:
+                self._no_ip.pop(vm.id, None)
+            else:
+                self._no_ip[vm.id] = self.snapshots.now()
         return InstanceStatus(
             instance_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
             provider_status=OvirtMachineProviderStatus(instance_id=vm.id, instance_state=state).to_dict(),
@@ -362,7 +409,16 @@ class OvirtActuator:
     # --- deletion -----------------------------------------------------------------------------------------------
     def delete(self, machine: Machine) -> Progress:
         """Stop, detach every non-bootable disk (so PV disks survive, BZ 2024328), remove; resumable."""
-        vm = self.find_vm(machine)
+        early = self._polls.early("delete", vm_id_of(machine))
+        if early is not None:
+            return early
+        try:
+            return self._polls.plan("delete", self._delete(machine))
+        except NotYet as e:
+            return self._polls.plan("delete", _next_list(machine, e))
+
+    def _delete(self, machine: Machine) -> Progress:
+        vm = self.find_vm(machine, may_defer=True)
         if vm is None:
             self._forget(vm_id_of(machine))
             return Progress(done=True)
@@ -375,6 +431,7 @@ class OvirtActuator:
             try:
                 self.client.remove_vm(vm.id)
                 self._acted_on(vm.id)
+                self._removed.add(vm.id)
             except ConflictError as e:
                 return self._wait(vm, self._timing.locked_s, f"the engine to accept removal ({e})")
             log.info("removed VM", vm_id=vm.id)
@@ -401,6 +458,13 @@ def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[typ
         raise InvalidMachineConfiguration(
             f"spec.providerSpec.value.os_disk.size_gb: Invalid value: {spec.os_disk.size_gb}: must be at least "
             f"the template's OS disk size, {_gib(current)} GiB (oVirt cannot shrink a disk)")
+
+
+def _next_list(machine: Machine, e: NotYet) -> Progress:
+    # The Machine's last action is newer than the cluster's recent list: looked at again with the next one.
+    return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S, waiting_for="the next list of the VMs",
+                    instance_id=vm_id_of(machine),
+                    instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE))
 
 
 def _gib(size: int) -> str:

@@ -18,6 +18,8 @@ from .connection import ConnectionPool, NoCredentials
 from .errors import NotFoundError, OvirtError, TransientError, classify
 
 T = TypeVar("T")
+# AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
+_DUPLICATE_MEMBER = "Duplicate VM"
 log = structlog.get_logger(__name__)
 
 
@@ -176,18 +178,17 @@ class OvirtClient:
         self.call(f"tag VM with {name}", lambda s: self._vm_service(s, vm_id).tags_service()
                   .add(types.Tag(name=name)))
 
-    def affinity_group_vm_ids(self, cluster_id: str, group_id: str) -> set[str]:
-        vms = self.call("list affinity group VMs", lambda s: s.clusters_service().cluster_service(cluster_id)
-                        .affinity_groups_service().group_service(group_id).vms_service().list())
-        return {v.id for v in vms}
-
     def add_vm_to_affinity_group(self, cluster_id: str, group_id: str, vm_id: str) -> None:
+        """Idempotent: a VM already in the group is the engine's 400 `Duplicate VM`, taken as done; so membership
+        is never listed first (a group of a thousand workers would cost a thousand-VM list per VM)."""
         def add(s: sdk.services.SystemService) -> None:
             svc = s.clusters_service().cluster_service(cluster_id).affinity_groups_service() \
                 .group_service(group_id).vms_service()
             try:
                 svc.add(types.Vm(id=vm_id))
             except sdk.Error as e:
+                if getattr(e, "code", None) == 400 and _DUPLICATE_MEMBER in str(e):
+                    return  # already a member (docs/compatibility.md#affinity-groups)
                 # Engines answer this POST with <action> instead of <vm> (BZ 1931932, docs/compatibility.md#creating-a-vm):
                 # the VM was added all the same.
                 if "got Action" not in str(e) and "Action" not in str(e).split("but got")[-1]:

@@ -8,21 +8,33 @@ from machine_controller.controllers.actuator import NodeInstance
 
 from .actuator import PROVIDER_ID_PREFIX, provider_id
 from .client import OvirtClient
+from .snapshots import VmSnapshots
 
 
 class OvirtInstances:
-    def __init__(self, client: OvirtClient):
+    def __init__(self, client: OvirtClient, snapshots: VmSnapshots | None = None):
         self._client = client
+        self._snapshots = snapshots
 
     def owns(self, pid: str) -> bool:
         return pid.startswith(PROVIDER_ID_PREFIX)
 
     def find(self, node_name: str, pid: str | None) -> NodeInstance | None:
         """By VM id first; by the Node's name only as a fallback, so a VM is reported gone only when it is
-        missing both ways. A failed lookup raises (an engine outage must never look like a missing VM)."""
-        vm = self._client.vm(pid[len(PROVIDER_ID_PREFIX):]) if pid and self.owns(pid) else None
+        missing both ways. A failed lookup raises (an engine outage must never look like a missing VM).
+
+        A new Node (no providerID yet) is named after a VM that was in the list of its cluster moments ago (its
+        Machine waited on it there): that list says which VM it is, so naming a Node costs the engine nothing.
+        Whether a known VM still exists or runs is always asked of the engine."""
+        vm = None
+        if pid and self.owns(pid):
+            vm = self._client.vm(pid[len(PROVIDER_ID_PREFIX):])
         if vm is None:
-            vm = self._client.vm_by_name(node_name)
+            vm = (None if pid else self._seen(name=node_name)) or self._client.vm_by_name(node_name)
         if vm is None:
             return None
         return NodeInstance(provider_id=provider_id(vm.id), running=vm.status != types.VmStatus.DOWN)
+
+    def _seen(self, vm_id: str | None = None, name: str | None = None) -> types.Vm | None:
+        found = self._snapshots.seen(vm_id=vm_id, name=name) if self._snapshots is not None else []
+        return found[0] if len({v.id for v in found}) == 1 else None  # two VMs of one name: the engine decides

@@ -6,6 +6,12 @@ the cluster's VMs, with their reported devices inlined (`follow`), answers all o
 newest list when it is recent enough and was started after the caller's own last action on the VM (so a VM just
 started is never judged by a list taken before the start); otherwise it takes a new list, and callers arriving
 meanwhile wait for it and share it.
+
+A list grows with the cluster: a thousand VMs cost the engine (and this process) seconds to render and parse. So a
+list counts as recent for `cost_factor` times what the last one took (at least `max_age_s`): the engine spends at
+most about a quarter of its time listing for us however many Machines wait. A caller whose last action is newer
+than the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so
+come back together and share it; so does one that finds a list being taken.
 """
 
 from __future__ import annotations
@@ -20,45 +26,100 @@ import ovirtsdk4.types as types
 from .client import OvirtClient
 
 
+class NotYet(Exception):
+    """The newest list predates the caller's last action, and the next one may only be taken in `after_s`."""
+
+    def __init__(self, after_s: float):
+        super().__init__(f"the next list of VMs in {after_s:.2f} s")
+        self.after_s = after_s
+
+
 @dataclass
 class _Snapshot:
     started: float
+    cost: float = 0.0
     by_id: dict[str, types.Vm] = field(default_factory=dict)
     by_name: dict[str, list[types.Vm]] = field(default_factory=dict)
 
 
 class VmSnapshots:
-    def __init__(self, client: OvirtClient, max_age_s: float = 0.5, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, client: OvirtClient, max_age_s: float = 0.5, cost_factor: float = 3.0,
+                 clock: Callable[[], float] = time.monotonic):
         self._client = client
         self._max_age = max_age_s
+        self._cost_factor = cost_factor
         self._clock = clock
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._snaps: dict[str, _Snapshot] = {}
 
-    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0) -> types.Vm | None:
-        """The VM as the engine lists it now, or None when the cluster has no VM of that id."""
-        return self._snapshot(cluster_name, fresh_after).by_id.get(vm_id)
+    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False) -> types.Vm | None:
+        """The VM as the engine lists it now, or None when the cluster has no VM of that id. With `may_defer`, a
+        caller that acted after the recent list raises NotYet instead of taking a list before its time."""
+        return self._snapshot(cluster_name, fresh_after, may_defer).by_id.get(vm_id)
 
     def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0) -> list[types.Vm]:
-        return self._snapshot(cluster_name, fresh_after).by_name.get(name, [])
+        return self._snapshot(cluster_name, fresh_after, False).by_name.get(name, [])
+
+    def seen(self, vm_id: str | None = None, name: str | None = None, within_s: float = 15.0) -> list[types.Vm]:
+        """The VMs of that id or exact name in a list of any cluster taken in the last `within_s`, without asking
+        the engine: proof that a VM exists and what its id is, never that one is missing."""
+        now = self._clock()
+        with self._guard:
+            snaps = [s for s in self._snaps.values() if now - s.started <= within_s]
+        found: list[types.Vm] = []
+        for snap in snaps:
+            if vm_id is not None and vm_id in snap.by_id:
+                found.append(snap.by_id[vm_id])
+            if name is not None:
+                found.extend(snap.by_name.get(name, []))
+        return found
 
     def now(self) -> float:
         return self._clock()
 
-    def _snapshot(self, cluster_name: str, fresh_after: float) -> _Snapshot:
+    def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot:
         with self._guard:
             lock = self._locks.setdefault(cluster_name, threading.Lock())
-        with lock:
+        if not lock.acquire(blocking=not may_defer):
+            # A list is being taken; a caller that can wait is not held by it (a worker is worth more than the
+            # few seconds a list of a thousand VMs takes) and comes back when it should be there.
+            snap = self._snaps.get(cluster_name)
+            raise NotYet(max(self._max_age, snap.cost if snap else 0.0))
+        try:
             snap = self._snaps.get(cluster_name)
             now = self._clock()
-            if snap is not None and snap.started >= fresh_after and now - snap.started <= self._max_age:
-                return snap
+            if snap is not None:
+                recent_for = max(self._max_age, self._cost_factor * snap.cost)
+                if now - snap.started <= recent_for:
+                    if snap.started >= fresh_after:
+                        return snap
+                    if may_defer:
+                        raise NotYet(snap.started + recent_for - now)
             started = self._clock()
             vms = self._client.cluster_vms(cluster_name)
-            snap = _Snapshot(started)
-            for vm in vms:
+            snap = _Snapshot(started, cost=self._clock() - started)
+            for vm in map(_slim, vms):
                 snap.by_id[vm.id] = vm
                 snap.by_name.setdefault(vm.name, []).append(vm)
+            del vms
             self._snaps[cluster_name] = snap
             return snap
+        finally:
+            lock.release()
+
+
+def _slim(vm: types.Vm) -> types.Vm:
+    """What the actuator reads of a listed VM, and nothing else: an SDK object carries every attribute of its type
+    (a listed VM with its devices and disks weighs tens of KiB), and a snapshot holds the whole cluster."""
+    return types.Vm(
+        id=vm.id, name=vm.name, status=vm.status,
+        tags=None if vm.tags is None else [types.Tag(name=t.name) for t in vm.tags],
+        reported_devices=None if vm.reported_devices is None else [
+            types.ReportedDevice(name=d.name, ips=[types.Ip(address=ip.address, version=ip.version) for ip in d.ips or []])
+            for d in vm.reported_devices],
+        disk_attachments=None if vm.disk_attachments is None else [
+            types.DiskAttachment(id=a.id, bootable=a.bootable, disk=None if a.disk is None else types.Disk(
+                id=a.disk.id, status=a.disk.status, provisioned_size=a.disk.provisioned_size))
+            for a in vm.disk_attachments],
+    )

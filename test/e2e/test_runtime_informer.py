@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
-from machine_controller.runtime.informer import Informer
+from machine_controller.runtime.informer import Informer, without_managed_fields
 from machine_controller.runtime.kube import CONFIG_MAPS, Resource, Rest, object_key
 from machine_controller.runtime.testing import wait_until
 
@@ -174,3 +174,20 @@ def test_custom_resources_are_informed_as_plain_dicts(cluster, namespace, rest, 
     assert cached["kind"] == "Machine" and cached["apiVersion"] == "machine.openshift.io/v1beta1"
     rest.delete(MACHINES, "m1", namespace)
     assert wait_until(lambda: recorder.seen("delete", f"{namespace}/m1"))
+
+
+def test_a_transform_trims_what_is_cached_listed_and_watched_alike(cluster, namespace, rest, informers):
+    rest.create(CONFIG_MAPS, configmap(namespace, "listed"), namespace)
+    informer = Informer(cluster.api_client(), CONFIG_MAPS, namespace=namespace, label_selector=LABEL,
+                        transform=without_managed_fields)
+    recorder = Recorder().attach(informer)
+    informers.append(informer)
+    informer.start()
+    assert informer.wait_for_sync(30)
+    rest.create(CONFIG_MAPS, configmap(namespace, "watched"), namespace)
+    rest.merge_patch(CONFIG_MAPS, "listed", {"data": {"k": "v"}}, namespace)
+    assert wait_until(lambda: recorder.seen("add", f"{namespace}/watched") and recorder.seen("update", f"{namespace}/listed"))
+    assert rest.get(CONFIG_MAPS, "watched", namespace)["metadata"].get("managedFields"), "the server keeps them"
+    for name in ("listed", "watched"):
+        cached = informer.store.get(f"{namespace}/{name}")
+        assert "managedFields" not in cached["metadata"] and cached["metadata"]["resourceVersion"]

@@ -1,0 +1,124 @@
+"""Requests the actuator no longer makes: a Machine woken by its own writes before its next look asks the engine
+nothing, and a VM is added to its affinity group without listing the members first (the add is idempotent)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import ovirtsdk4.types as types
+import pytest
+
+from hack import ovirt_install
+from hack.ovirtsim.testing import running_simulator
+from machine_controller.controllers.actuator import Progress
+from machine_controller.ovirt.actuator import _PollBackoff
+from machine_controller.ovirt.client import OvirtClient
+from machine_controller.ovirt.connection import ConnectionPool
+from machine_controller.ovirt.credentials import OvirtCredentials
+from machine_controller.ovirt.snapshots import NotYet, VmSnapshots
+
+
+def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left():
+    polls = _PollBackoff(0.25)
+    said = Progress(done=False, requeue_after=5.0, waiting_for="the VM to boot", instance_id="vm1",
+                    instance_state="powering_up", problem="no host can run it")
+    assert polls.plan("provision", said) is said
+    early = polls.early("provision", "vm1")
+    assert early is not None and early.waiting_for == "the VM to boot" and early.instance_state == "powering_up"
+    assert 4.5 < early.requeue_after <= 5.0
+    assert early.problem is None  # reported once, at the look that found it
+    # Another verb (the Machine was deleted meanwhile) and another VM look at once.
+    assert polls.early("delete", "vm1") is None
+    assert polls.early("provision", "vm2") is None
+    polls.forget("vm1")
+    assert polls.early("provision", "vm1") is None
+
+
+def test_once_the_planned_time_has_come_the_engine_is_asked_again():
+    polls = _PollBackoff(0.25)
+    polls.plan("delete", Progress(done=False, requeue_after=0.05, instance_id="vm1"))
+    time.sleep(0.06)
+    assert polls.early("delete", "vm1") is None
+    polls.plan("provision", Progress(done=True, instance_id="vm1"))  # done: nothing is awaited
+    assert polls.early("provision", "vm1") is None
+
+
+def test_adding_a_member_twice_is_done_once_and_asks_no_member_list(tmp_path):
+    with running_simulator(tmp_path) as sim:
+        pool = ConnectionPool(size=1)
+        try:
+            pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
+                                                  ca_file=sim.ca_file))
+            _add_twice(sim, OvirtClient(pool))
+        finally:
+            pool.close()
+
+
+def _add_twice(sim, ovirt: OvirtClient) -> None:
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        vm = conn.system_service().vms_service().add(types.Vm(
+            name="w0", cluster=types.Cluster(id=inst.cluster_id), template=types.Template(name=inst.template_name)))
+        groups = conn.system_service().clusters_service().cluster_service(inst.cluster_id).affinity_groups_service()
+        group = next(g for g in groups.list() if g.name == inst.affinity_groups[0])
+        sim.control.reset_counts()
+        ovirt.add_vm_to_affinity_group(inst.cluster_id, group.id, vm.id)
+        ovirt.add_vm_to_affinity_group(inst.cluster_id, group.id, vm.id)  # a retry after a lost answer
+        members = groups.group_service(group.id).vms_service().list()
+    finally:
+        conn.close()
+    assert [m.id for m in members] == [vm.id]
+    counts = sim.control.counts()
+    assert counts.get("POST /clusters/{cluster}/affinitygroups/{group}/vms") == 2
+    assert counts.get("GET /clusters/{cluster}/affinitygroups/{group}/vms") == 1  # the test's own list only
+
+
+class _SlowList:
+    """A cluster list that takes `cost` seconds of a fake clock, as a list of a thousand VMs does."""
+
+    def __init__(self, clock: list[float], cost: float) -> None:
+        self.clock, self.cost, self.lists = clock, cost, 0
+
+    def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+        self.lists += 1
+        self.clock[0] += self.cost
+        return [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)]
+
+
+def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_when_the_next_comes():
+    now = [100.0]
+    client = _SlowList(now, cost=2.0)
+    snaps = VmSnapshots(client, max_age_s=0.5, cost_factor=3.0, clock=lambda: now[0])
+    snaps.by_id("Default", "vm0")  # started at 100, took 2 s: recent until 106
+    now[0] = 104.0
+    assert snaps.by_id("Default", "vm0").status == types.VmStatus.DOWN and client.lists == 1
+    acted = 104.5  # e.g. the VM was started after that list
+    now[0] = 105.0
+    with pytest.raises(NotYet) as wait:
+        snaps.by_id("Default", "vm0", fresh_after=acted, may_defer=True)
+    assert wait.value.after_s == pytest.approx(1.0) and client.lists == 1
+    # A caller that cannot wait (a status read) takes a new list at once.
+    snaps.by_id("Default", "vm0", fresh_after=acted)
+    assert client.lists == 2
+
+
+def test_a_caller_that_can_wait_is_not_held_while_another_takes_the_list():
+    started, release = threading.Event(), threading.Event()
+
+    class _Blocking:
+        def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+            started.set()
+            release.wait(5)
+            return [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)]
+
+    snaps = VmSnapshots(_Blocking())
+    taker = threading.Thread(target=snaps.by_id, args=("Default", "vm0"))
+    taker.start()
+    assert started.wait(5)
+    with pytest.raises(NotYet):
+        snaps.by_id("Default", "vm0", may_defer=True)  # answered at once, not after the list
+    release.set()
+    taker.join(5)
+    assert snaps.by_id("Default", "vm0", may_defer=True).status == types.VmStatus.DOWN

@@ -55,6 +55,23 @@ def test_os_disk_smaller_than_the_template_is_refused_before_any_vm(menv):
     assert menv.vms_named(name) == []
 
 
+@pytest.mark.parametrize("case", ["name_over_64", "memory_over_the_cluster_level"])
+def test_what_the_engine_would_refuse_at_add_fails_before_any_vm(menv, case):
+    """A 400 at add would be retried forever; the controller knows these limits (docs/compatibility.md#engine-limits)."""
+    menv.controller()
+    if case == "name_over_64":
+        name = menv.create_machine(unique_name("w" * 58))  # 65 characters
+        expected = "metadata.name: Invalid value"
+    else:
+        name = menv.create_machine(unique_name("huge"), memory_mb=5 * 1024 * 1024)  # 5 TiB; the 4.7 cluster: 4 TiB
+        expected = "spec.providerSpec.value.memory_mb: Invalid value: 5242880: must be at most 4194304"
+
+    m = menv.wait_phase(name, "Failed", timeout=60)
+    assert m["status"]["errorReason"] == "InvalidConfiguration"
+    assert expected in m["status"]["errorMessage"]
+    assert menv.vms_named(name) == []
+
+
 def test_engine_refusing_to_start_is_reported_and_retried_until_a_host_fits(menv):
     """A VM no host can run (more memory than any host has, yet valid for the engine) exists but cannot start:
     the Machine says so with the engine's words and keeps trying; it is never Failed. Once a host that fits joins

@@ -97,12 +97,11 @@ class VmSnapshots:
                     if may_defer:
                         raise NotYet(snap.started + recent_for - now)
             started = self._clock()
-            vms = self._client.cluster_vms(cluster_name)
+            vms = self._client.cluster_vms(cluster_name, _slim)
             snap = _Snapshot(started, cost=self._clock() - started)
-            for vm in map(_slim, vms):
+            for vm in vms:
                 snap.by_id[vm.id] = vm
                 snap.by_name.setdefault(vm.name, []).append(vm)
-            del vms
             self._snaps[cluster_name] = snap
             return snap
         finally:

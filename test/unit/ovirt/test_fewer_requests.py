@@ -16,7 +16,8 @@ from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import OvirtCredentials
-from machine_controller.ovirt.snapshots import NotYet, VmSnapshots
+from machine_controller.ovirt.errors import BadRequestError
+from machine_controller.ovirt.snapshots import NotYet, VmSnapshots, _slim
 
 
 def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left():
@@ -44,15 +45,44 @@ def test_once_the_planned_time_has_come_the_engine_is_asked_again():
     assert polls.early("provision", "vm1") is None
 
 
-def test_adding_a_member_twice_is_done_once_and_asks_no_member_list(tmp_path):
+@pytest.fixture
+def sim_and_client(tmp_path):
     with running_simulator(tmp_path) as sim:
         pool = ConnectionPool(size=1)
         try:
             pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
                                                   ca_file=sim.ca_file))
-            _add_twice(sim, OvirtClient(pool))
+            yield sim, OvirtClient(pool)
         finally:
             pool.close()
+
+
+def test_adding_a_member_twice_is_done_once_and_asks_no_member_list(sim_and_client):
+    _add_twice(*sim_and_client)
+
+
+def test_the_cluster_list_is_read_vm_by_vm_into_what_is_kept_and_faults_are_the_sdks(sim_and_client):
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        vms = conn.system_service().vms_service()
+        for name in ("w0", "w1"):
+            vms.add(types.Vm(name=name, cluster=types.Cluster(id=inst.cluster_id),
+                             template=types.Template(name=inst.template_name)))
+        cluster = conn.system_service().clusters_service().cluster_service(inst.cluster_id).get().name
+        by_sdk = {v.id: v for v in vms.list(search=f"cluster={cluster}",
+                                            follow="reported_devices,tags,disk_attachments.disk")}
+    finally:
+        conn.close()
+    kept = ovirt.cluster_vms(cluster, _slim)
+    assert {v.id: (v.name, v.status) for v in kept} == {i: (v.name, v.status) for i, v in by_sdk.items()}
+    disks = {v.id: [a.disk.provisioned_size for a in v.disk_attachments] for v in kept}
+    assert disks == {i: [a.disk.provisioned_size for a in v.disk_attachments] for i, v in by_sdk.items()}
+    assert all(v.reported_devices is not None and v.tags is not None and v.cpu is None for v in kept)
+    sim.control.inject_fault("/vms", method="GET", status=400, detail="[Invalid search]", count=1)
+    with pytest.raises(BadRequestError, match="Invalid search"):
+        ovirt.cluster_vms(cluster, _slim)
 
 
 def _add_twice(sim, ovirt: OvirtClient) -> None:
@@ -81,10 +111,10 @@ class _SlowList:
     def __init__(self, clock: list[float], cost: float) -> None:
         self.clock, self.cost, self.lists = clock, cost, 0
 
-    def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+    def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
         self.lists += 1
         self.clock[0] += self.cost
-        return [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)]
+        return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
 
 
 def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_when_the_next_comes():
@@ -108,10 +138,10 @@ def test_a_caller_that_can_wait_is_not_held_while_another_takes_the_list():
     started, release = threading.Event(), threading.Event()
 
     class _Blocking:
-        def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+        def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
             started.set()
             release.wait(5)
-            return [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)]
+            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
 
     snaps = VmSnapshots(_Blocking())
     taker = threading.Thread(target=snaps.by_id, args=("Default", "vm0"))

@@ -29,9 +29,9 @@ class _Client:
         self.calls.append(f"template {name}")
         return self.templates.get(name)
 
-    def cluster_vms(self, cluster_name: str) -> list[types.Vm]:
+    def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
         self.calls.append(f"list {cluster_name}")
-        return list(self.vms)
+        return [keep(vm) for vm in self.vms]
 
 
 def test_a_found_object_is_asked_once_and_again_after_forget_or_expiry():

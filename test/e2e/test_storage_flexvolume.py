@@ -5,8 +5,6 @@ simulated engine (the disk attached to and detached from the Node's VM)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -15,6 +13,7 @@ import ovirtsdk4.types as types
 import pytest
 import yaml
 
+from hack.csi_host import LoopDisks, loop_devices_usable
 from hack.flexvolume_host import FlexVolumeHost
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
@@ -116,35 +115,29 @@ def test_a_node_without_an_ovirt_provider_id_is_refused(host, cluster):
         cluster.kubectl("delete", "node", name, "--wait=false", check=False)
 
 
-@pytest.fixture
-def loop_device(tmp_path):
-    if os.geteuid() != 0:
-        pytest.skip("machine limitation: not root, cannot set up a loop device or mount")
-    img = tmp_path / "disk.img"
-    with open(img, "wb") as f:
-        f.truncate(300 * 2**20)
-    r = subprocess.run(["losetup", "--find", "--show", str(img)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"machine limitation: losetup failed: {r.stderr.strip()}")
-    yield r.stdout.strip()
-    subprocess.run(["losetup", "-d", r.stdout.strip()], capture_output=True)
-
-
-def test_kubelets_whole_sequence_on_a_device(host, loop_device, tmp_path):
-    """attach (masters) -> waitforattach -> mountdevice -> unmountdevice (node) -> detach (masters); the hot-plugged
-    device is a loop device linked under the driver's by-id directory with the short serial, as the guest shows it."""
+def test_kubelets_whole_sequence_on_the_hot_plugged_device(host, ovirt, tmp_path):
+    """attach (masters) -> waitforattach -> mountdevice -> unmountdevice (node) -> detach (masters). The guest's
+    kernel and udev are played by hack/csi_host.LoopDisks: the disk the engine attached to the VM shows up as a loop
+    device with the by-id link of its short serial, and goes away when the engine detaches it."""
+    reason = loop_devices_usable()
+    if reason:
+        pytest.skip(f"machine limitation: {reason}")
     flex, node, disk = host["flex"], host["node"], host["disk"]
     opts = options(host)
-    device = flex.run("attach", opts, node)["device"]
-    (flex.by_id_dir / Path(device).name).symlink_to(loop_device)
-    assert flex.run("waitforattach", device, opts) == {"status": "Success", "device": loop_device}
-    mnt = tmp_path / "globalmount"
-    assert flex.run("mountdevice", str(mnt), loop_device, opts) == {"status": "Success"}
-    try:
-        assert f" {mnt} " in Path("/proc/self/mountinfo").read_text()
-        (mnt / "written").write_text("by a pod")
-    finally:
-        assert flex.run("unmountdevice", str(mnt)) == {"status": "Success"}
-    assert f" {mnt} " not in Path("/proc/self/mountinfo").read_text()
-    assert flex.run("detach", disk.name, node)["status"] == "Success"
-    assert host["disks"].attachments_of_disk(disk.id) == []
+    with LoopDisks(ovirt.control, host["vm"], tmp_path / "guest") as guest:
+        flex.by_id_dir = guest.by_id_dir
+        device = flex.run("attach", opts, node)["device"]
+        found = flex.run("waitforattach", device, opts)
+        assert found["status"] == "Success" and found["device"].startswith("/dev/loop"), found
+        mnt = tmp_path / "globalmount"
+        assert flex.run("mountdevice", str(mnt), found["device"], opts) == {"status": "Success"}
+        try:
+            assert f" {mnt} " in Path("/proc/self/mountinfo").read_text()
+            (mnt / "written").write_text("by a pod")
+        finally:
+            assert flex.run("unmountdevice", str(mnt)) == {"status": "Success"}
+        assert f" {mnt} " not in Path("/proc/self/mountinfo").read_text()
+        assert flex.run("detach", disk.name, node)["status"] == "Success"
+        assert host["disks"].attachments_of_disk(disk.id) == []
+        _wait(lambda: not any(disk.id[:20] in link.name for link in guest.by_id_dir.iterdir()),
+              "the device to go with the detach")

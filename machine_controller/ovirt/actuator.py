@@ -385,9 +385,9 @@ class OvirtActuator:
         if vm is None:
             return None
         cluster = self._cluster_of(machine)
-        if vm.status in _RUNNING and vm.id in self._no_ip and cluster is not None:
-            # That VM had no address at the last look: a list not newer than that look cannot tell more (its
-            # Node may already be there, registered by the guest once it had one).
+        if vm.status in _RUNNING and vm.id in self._no_ip and machine.status.node_ref and cluster is not None:
+            # The Machine has its Node, so the guest has an address, but that VM had none at our last look: a
+            # list not newer than that look cannot show it.
             vm = self.snapshots.by_id(cluster.name, vm.id, self._no_ip[vm.id]) or vm
         state = vm.status.value if vm.status else "unknown"
         addresses: list[NodeAddress] | None = None

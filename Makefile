@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# Two pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
+PYTEST_WORKERS ?= 2
 
 .PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools java-client crds check-crds lint clean
 
@@ -13,7 +15,7 @@ demo: venv kube-binaries
 test: venv kube-binaries mao-binaries csi-tools java-client
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 system-deps:
 	bash hack/install-system-deps.sh

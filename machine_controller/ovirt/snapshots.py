@@ -12,7 +12,7 @@ list counts as recent for `cost_factor` times what the last one took (at least `
 engine spends at most half its time listing for us however many Machines wait (3 made a thousand Machines wait
 three times longer for each step on this project's simulator, hack/bench/machines.py). A caller whose last action is newer
 than the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so
-come back together and share it; so does one that finds a list being taken.
+come back together and share it.
 """
 
 from __future__ import annotations
@@ -82,11 +82,9 @@ class VmSnapshots:
     def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot:
         with self._guard:
             lock = self._locks.setdefault(cluster_name, threading.Lock())
-        if not lock.acquire(blocking=not may_defer):
-            # A list is being taken; a caller that can wait is not held by it (a worker is worth more than the
-            # few seconds a list of a thousand VMs takes) and comes back when it should be there.
-            snap = self._snaps.get(cluster_name)
-            raise NotYet(max(self._max_age, snap.cost if snap else 0.0))
+        # Callers arriving while a list is taken wait for it: one that can wait and was told to come back later
+        # would come back alone, off the shared instants, and take a list of its own.
+        lock.acquire()
         try:
             snap = self._snaps.get(cluster_name)
             now = self._clock()

@@ -3,7 +3,6 @@ nothing, and a VM is added to its affinity group without listing the members fir
 
 from __future__ import annotations
 
-import threading
 import time
 
 import ovirtsdk4.types as types
@@ -133,22 +132,3 @@ def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_w
     snaps.by_id("Default", "vm0", fresh_after=acted)
     assert client.lists == 2
 
-
-def test_a_caller_that_can_wait_is_not_held_while_another_takes_the_list():
-    started, release = threading.Event(), threading.Event()
-
-    class _Blocking:
-        def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
-            started.set()
-            release.wait(5)
-            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
-
-    snaps = VmSnapshots(_Blocking())
-    taker = threading.Thread(target=snaps.by_id, args=("Default", "vm0"))
-    taker.start()
-    assert started.wait(5)
-    with pytest.raises(NotYet):
-        snaps.by_id("Default", "vm0", may_defer=True)  # answered at once, not after the list
-    release.set()
-    taker.join(5)
-    assert snaps.by_id("Default", "vm0", may_defer=True).status == types.VmStatus.DOWN

@@ -13,9 +13,11 @@ from typing import Callable
 
 from hack.controller_process import Process, free_port
 from hack.controlplane.mao import MAO_COMMANDS, MaoBinaries, ensure_mao
+from machine_controller.config import MAO_CONTROLLERS
 
-# The actuator side: what this project runs beside MAO's controllers (docs/architecture.md#deployment-modes).
-DROP_IN_CONTROLLERS = "machine,ovirt-nodes,remediation"
+# The actuator side (and the capacity annotations): what this project runs beside MAO's controllers
+# (docs/architecture.md#deployment-modes), the same list as when MAO starts this image itself.
+DROP_IN_CONTROLLERS = MAO_CONTROLLERS
 CONFIG_CRDS = ("infrastructures.config.openshift.io", "dnses.config.openshift.io")
 
 

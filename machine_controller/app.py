@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -10,12 +12,13 @@ from machine_controller.config import Config
 from machine_controller.controllers.machine import add_machine_controller
 from machine_controller.controllers.machinehealthcheck import add_machinehealthcheck_controller
 from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.machineset_capacity import add_machineset_capacity_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, add_nodelink_controller,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import add_node_instance_controller
 from machine_controller.controllers.remediation import RemediationTiming, add_remediation_controller
-from machine_controller.controllers.resources import MACHINES, NODES, SECRETS
+from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.cluster_inputs import ClusterVips, CredentialsWatch, UserData
@@ -72,12 +75,20 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
 
     # The informers the controllers share.
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
-    # No reader of Machines or Nodes looks at managedFields (the MachineSet controller reads a set's own).
+    # No reader of Machines or Nodes looks at managedFields (the capacity controller reads a MachineSet's own).
     machines = manager.add_informer(Informer(api, MACHINES, namespace=config.namespace or None,
                                              resync_period=config.resync_s, indexers=indexers,
                                              transform=without_managed_fields))
     nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
                                           transform=without_managed_fields))
+
+    # One MachineSet informer for the MachineSet and capacity controllers, made only if one of them runs; it keeps
+    # managedFields (the capacity controller reads which annotations it owns).
+    @functools.cache
+    def machineset_informer() -> Informer:
+        return manager.add_informer(Informer(api, MACHINESETS, namespace=config.namespace or None,
+                                             resync_period=config.resync_s))
+
     events = EventRecorder(api, COMPONENT)
     manager.on_shutdown(events.close)
     mao = MaoCollector()
@@ -93,9 +104,10 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         "nodelink": lambda: add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink")),
         "ovirt-nodes": lambda: add_node_instance_controller(manager, rest, nodes, instances, events,
                                                             queue("ovirt-node")),
-        "machineset": lambda: add_machineset_controller(manager, api, rest, machines, nodes, events,
-                                                        queue("machineset"), namespace=config.namespace or None,
-                                                        resync_s=config.resync_s, mao=mao),
+        "machineset": lambda: add_machineset_controller(manager, rest, machineset_informer(), machines, nodes,
+                                                        events, queue("machineset"), mao=mao),
+        "machineset-capacity": lambda: add_machineset_capacity_controller(manager, rest, machineset_informer(),
+                                                                          events, queue("machineset-capacity")),
         "machinehealthcheck": lambda: add_machinehealthcheck_controller(
             manager, api, rest, machines, nodes, events, queue("machinehealthcheck"),
             namespace=config.namespace or None, resync_s=config.resync_s),

@@ -13,8 +13,10 @@ from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
 
 # Every controller the process can run, by the name `--controllers` takes (kube-controller-manager's style). On
 # OpenShift, machine-api-operator runs its own machineset, nodelink and machinehealthcheck controllers, so this
-# process runs only the actuator side there (docs/architecture.md#deployment-modes).
-CONTROLLER_NAMES = ("machine", "machineset", "nodelink", "machinehealthcheck", "remediation", "ovirt-nodes")
+# process runs only the actuator side there, with the MachineSets' capacity annotations, which MAO's MachineSet
+# controller leaves to the provider (docs/architecture.md#deployment-modes).
+CONTROLLER_NAMES = ("machine", "machineset", "machineset-capacity", "nodelink", "machinehealthcheck", "remediation",
+                    "ovirt-nodes")
 
 
 def select_controllers(spec: str) -> tuple[str, ...]:
@@ -41,10 +43,10 @@ def select_controllers(spec: str) -> tuple[str, ...]:
 
 # What runs when machine-api-operator starts this image as the `machine-controller` container of its
 # `machine-api-controllers` Deployment, in place of the Go provider: the command MAO gives it, and the actuator side
-# only, since the same pod runs MAO's own machineset, nodelink and health-check controllers
-# (docs/compatibility.md#deployment-on-openshift).
+# only (with the capacity annotations MAO's MachineSet controller does not write), since the same pod runs MAO's own
+# machineset, nodelink and health-check controllers (docs/compatibility.md#deployment-on-openshift).
 MAO_COMMAND = "machine-controller-manager"
-MAO_CONTROLLERS = "machine,ovirt-nodes,remediation"
+MAO_CONTROLLERS = "machine,machineset-capacity,ovirt-nodes,remediation"
 _GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")  # Go's time.Duration text: "120s", "1m30s"
 _GO_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:h|ms|m|s))+")
 _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
@@ -118,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="kubeconfig file; in-cluster config when unset")
     p.add_argument("--controllers", type=_controllers_arg, default="*", metavar="LIST",
                    help="controllers to run: '*' for all, names, '-name' to leave one out (e.g. "
-                        "'machine,ovirt-nodes,remediation' beside machine-api-operator's own); known: "
+                        f"'{MAO_CONTROLLERS}' beside machine-api-operator's own); known: "
                         + ", ".join(CONTROLLER_NAMES))
     p.add_argument("--namespace", default="openshift-machine-api",
                    help="namespace whose Machines are reconciled; '' for all namespaces")

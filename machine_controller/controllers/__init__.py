@@ -1,2 +1,2 @@
-"""Thin reconcilers: Machine (with the oVirt actuator), node linking, the oVirt node controllers, and MachineSet
-(replicas, delete policies, adoption, status, the autoscaler's capacity annotations; no oVirt)."""
+"""Thin reconcilers: Machine (with the oVirt actuator), node linking, the oVirt node controllers, MachineSet
+(replicas, delete policies, adoption, status; no oVirt) and MachineSet capacity (the autoscaler's annotations)."""

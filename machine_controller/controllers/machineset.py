@@ -1,6 +1,7 @@
 """The MachineSet controller (docs/compatibility.md#machinesets): keeps `spec.replicas` Machines built from the template,
-deletes the ones the delete policy picks, adopts matching orphans, reports status for `kubectl get` and the scale
-subresource, and carries the autoscaler's scale-from-zero capacity annotations (docs/compatibility.md#autoscaler).
+deletes the ones the delete policy picks, adopts matching orphans, and reports status for `kubectl get` and the
+scale subresource. The autoscaler's scale-from-zero capacity annotations are not its business: the
+`machineset-capacity` controller (`machineset_capacity.py`) writes them, beside this one or beside MAO's.
 
 Differences from MAO, and why:
 - MAO polls up to 10 s per Machine inside the reconcile until the cache shows its creates and deletes; here the
@@ -21,7 +22,6 @@ import datetime as dt
 from typing import Any, Callable
 
 import structlog
-from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from api import keys
@@ -36,7 +36,6 @@ from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
 from .delete_policy import machines_to_delete
 from .expectations import Expectations
 from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
@@ -46,9 +45,6 @@ from .resources import MACHINES, MACHINESETS
 
 log = structlog.get_logger(__name__)
 
-# The field manager under which the capacity annotations are server-side applied: the API server then remembers
-# which annotations this controller wrote, so it can withdraw exactly those (see `_sync_capacity`).
-CAPACITY_FIELD_MANAGER = "ovirt-machine-controller-capacity"
 INVALID_CONFIGURATION = "InvalidConfiguration"
 CONFLICT_RETRY_S = 0.5
 
@@ -80,7 +76,6 @@ class MachineSetReconciler:
             self._write_status(obj, {"errorReason": INVALID_CONFIGURATION, "errorMessage": message,
                                      "observedGeneration": ms.metadata.generation})
             raise TerminalError(message)  # only an edit of the MachineSet can fix it; the edit enqueues it again
-        self._sync_capacity(obj, ms)
         self._check_autoscaler_bounds(obj)
         machines, contested = self._claim(obj, ms)
         pending = self._expectations.pending(key, lambda name: self._machines.get(f"{ms.metadata.namespace}/{name}"))
@@ -237,32 +232,7 @@ class MachineSetReconciler:
             if classify(e) != ErrorKind.NOT_FOUND:  # deleted meanwhile: nothing to report on
                 raise
 
-    # --- autoscaler-facing annotations ------------------------------------------------------------------------
-    def _sync_capacity(self, obj: dict, ms: MachineSet) -> None:
-        """Keep the scale-from-zero annotations equal to what the template's provider spec says.
-
-        They are written with server-side apply under their own field manager: the API server records which
-        annotation keys this controller owns. When the capacity becomes unknown (the template moved to an oVirt
-        instance type), applying an empty set removes exactly those keys, while values a user set by hand, which
-        this controller never wrote, stay."""
-        capacity = capacity_from_provider_spec(ms.spec.template.spec.provider_spec.value)
-        current = ms.metadata.annotations
-        if capacity.unknown is not None:
-            if ms.metadata.generation != (obj.get("status") or {}).get("observedGeneration"):
-                self._events.warning(obj, "CapacityUnknown", f"no scale-from-zero capacity: {capacity.unknown}")
-            if not _owned_annotations(obj, CAPACITY_FIELD_MANAGER):
-                return
-        elif all(current.get(k) == v for k, v in capacity.annotations.items()):
-            return
-        meta = obj["metadata"]
-        body = {"apiVersion": keys.API_VERSION, "kind": "MachineSet",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"],
-                             "annotations": capacity.annotations}}
-        self._rest.request("PATCH", MACHINESETS.path(meta["namespace"], meta["name"]),
-                           {"fieldManager": CAPACITY_FIELD_MANAGER, "force": "true"}, body,
-                           content_type="application/apply-patch+yaml")
-        log.info("capacity annotations updated", annotations=capacity.annotations or None)
-
+    # --- autoscaler bounds ------------------------------------------------------------------------------------
     def _check_autoscaler_bounds(self, obj: dict) -> None:
         """The min/max annotations belong to the autoscaler (via MachineAutoscaler): it refuses to scale outside
         them and skips a group whose bounds do not parse (docs/compatibility.md#autoscaler). The controller
@@ -324,24 +294,11 @@ def autoscaler_bounds_problem(annotations: dict[str, str]) -> str | None:
     return None
 
 
-def _owned_annotations(obj: dict, manager: str) -> bool:
-    """Whether `manager` owns any annotation of the object according to its managedFields."""
-    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
-        if entry.get("manager") != manager:
-            continue
-        fields = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
-        if any(f"f:{k}" in fields for k in CAPACITY_ANNOTATIONS):
-            return True
-    return False
-
-
-def add_machineset_controller(manager: Manager, api: ApiClient, rest: Rest, machines: Informer, nodes: Informer,
-                              events: EventRecorder, queue: WorkQueue, namespace: str | None,
-                              resync_s: float | None, workers: int = 2,
+def add_machineset_controller(manager: Manager, rest: Rest, machinesets: Informer, machines: Informer,
+                              nodes: Informer, events: EventRecorder, queue: WorkQueue, workers: int = 2,
                               mao: MaoCollector | None = None) -> MachineSetReconciler:
-    """Wire the MachineSet controller into a Manager: its own MachineSet informer, plus the Machine and Node
-    informers the process already has (events from both are mapped to MachineSet keys)."""
-    machinesets = manager.add_informer(Informer(api, MACHINESETS, namespace=namespace, resync_period=resync_s))
+    """Wire the MachineSet controller into a Manager, on the MachineSet, Machine and Node informers the process
+    already has (events from Machines and Nodes are mapped to MachineSet keys)."""
     reconciler = MachineSetReconciler(rest, machinesets.store, machines.store, nodes.store, events)
     machinesets.add_handler(enqueue_object(queue))
     machines.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_machine))

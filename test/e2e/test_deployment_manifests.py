@@ -24,8 +24,9 @@ from machines import MACHINE_API_NS
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 SERVICEMONITOR_CRD = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
 
-GROUPS = ("manager", "machine", "machineset", "nodelink", "machinehealthcheck", "remediation", "ovirt-nodes")
-OPENSHIFT_GROUPS = ("manager", "machine", "ovirt-nodes", "remediation", "metrics-auth")
+GROUPS = ("manager", "machine", "machineset", "machineset-capacity", "nodelink", "machinehealthcheck", "remediation",
+          "ovirt-nodes")
+OPENSHIFT_GROUPS = ("manager", "machine", "machineset-capacity", "ovirt-nodes", "remediation", "metrics-auth")
 
 
 def _module_dir(module: str) -> Path:
@@ -96,7 +97,7 @@ def test_openshift_overlay_passes_server_side_dry_run(cluster, servicemonitor_cr
 
     pod = next(d for d in objects if d["kind"] == "Deployment")["spec"]["template"]["spec"]
     args = pod["containers"][0]["args"]
-    assert "--controllers=machine,ovirt-nodes,remediation" in args and "--metrics-secure" in args
+    assert "--controllers=machine,machineset-capacity,ovirt-nodes,remediation" in args and "--metrics-secure" in args
     assert pod["priorityClassName"] == "system-node-critical"
     assert pod["nodeSelector"] == {"node-role.kubernetes.io/master": ""}
     assert {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"} in pod["tolerations"]

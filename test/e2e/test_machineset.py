@@ -1,6 +1,7 @@
-"""The MachineSet controller against a real API server (docs/compatibility.md#machinesets).
+"""The MachineSet controller, and the capacity controller beside it as `--controllers=*` runs them, against a real
+API server (docs/compatibility.md#machinesets, docs/compatibility.md#autoscaler).
 
-The reconciler runs in-process with its informers, without the Machine controller and without oVirt: Machines
+The reconcilers run in-process with their informers, without the Machine controller and without oVirt: Machines
 never get a VM or a finalizer here. Readiness is simulated the way a kubelet and nodelink would leave it: Node
 objects with a Ready condition, and `status.nodeRef` patched onto Machines.
 """
@@ -24,8 +25,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from api import keys
 from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.machineset_capacity import (CAPACITY_FIELD_MANAGER,
+                                                                add_machineset_capacity_controller)
 from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.resources import MACHINES, NODES
+from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
@@ -119,20 +122,28 @@ class Harness:
 
 
 @contextlib.contextmanager
-def running_controller(cluster, namespace: str, user: str = "admin") -> Iterator[Harness]:
-    """The MachineSet controller for one namespace, calling the API server as `user`; the Harness acts as admin."""
+def running_controller(cluster, namespace: str, user: str = "admin",
+                       controllers: tuple[str, ...] = ("machineset", "machineset-capacity")) -> Iterator[Harness]:
+    """The MachineSet controllers for one namespace, calling the API server as `user`; the Harness acts as admin."""
     cluster.apply_crds()
     api = cluster.api_client(user)
     rest = Rest(api)
     registry = CollectorRegistry()
     manager = Manager(api, registry=registry, health_address=None, metrics_address=None, shutdown_timeout=10)
+    machinesets = manager.add_informer(Informer(api, MACHINESETS, namespace=namespace))
     machines = manager.add_informer(Informer(api, MACHINES, namespace=namespace))
     nodes = manager.add_informer(Informer(api, NODES))
     events = EventRecorder(api, "machineset-e2e")
-    queue = WorkQueue("machineset", controller_rate_limiter(base=0.05, cap=2.0), registry=registry)
     mao = MaoCollector()
     registry.register(mao)
-    add_machineset_controller(manager, api, rest, machines, nodes, events, queue, namespace, resync_s=None, mao=mao)
+
+    def queue(name: str) -> WorkQueue:
+        return WorkQueue(name, controller_rate_limiter(base=0.05, cap=2.0), registry=registry)
+
+    if "machineset" in controllers:
+        add_machineset_controller(manager, rest, machinesets, machines, nodes, events, queue("machineset"), mao=mao)
+    if "machineset-capacity" in controllers:
+        add_machineset_capacity_controller(manager, rest, machinesets, events, queue("machineset-capacity"))
     manager.start()
     h = Harness(cluster, namespace, Rest(cluster.api_client()), events, registry)
     try:
@@ -367,6 +378,20 @@ def test_capacity_annotations_follow_the_template(harness):
     assert (got[keys.ANNOTATION_CAPACITY_CPU], got[keys.ANNOTATION_CAPACITY_MEMORY]) == ("16", "64Gi")
 
 
+def test_the_capacity_controller_alone_writes_only_the_annotations(cluster, namespace):
+    """`machineset-capacity` without `machineset` (as beside MAO's MachineSet controller): the annotations are
+    written, under their own field manager, and the set is otherwise left alone (no Machine, no status)."""
+    with running_controller(cluster, namespace, controllers=("machineset-capacity",)) as h:
+        h.apply(machineset(h.ns, replicas=1))
+        wait_for("capacity annotations", lambda: _annotations(h).get(keys.ANNOTATION_CAPACITY_CPU) == "4")
+        ms = json.loads(h.kubectl("get", "machineset", "worker", "-o", "json", "--show-managed-fields"))
+        owners = {e["manager"] for e in ms["metadata"]["managedFields"]
+                  if f"f:{keys.ANNOTATION_VCPU}" in ((e.get("fieldsV1") or {}).get("f:metadata") or {})
+                  .get("f:annotations", {})}
+        assert owners == {CAPACITY_FIELD_MANAGER}
+        assert not ms.get("status") and h.machines(include_deleting=True) == []
+
+
 def test_invalid_autoscaler_bounds_are_reported(harness):
     harness.apply(machineset(harness.ns))
     harness.kubectl("annotate", "machineset", "worker", f"{keys.ANNOTATION_AUTOSCALER_MIN_SIZE}=3",
@@ -401,7 +426,7 @@ def test_selector_not_matching_the_template_yields_a_warning_and_no_machines(har
 
 def test_the_shipped_rbac_allows_every_call_of_the_controller(cluster):
     """Run as the controller's restricted identity in openshift-machine-api with config/rbac applied: list+watch,
-    adoption, creates, capacity apply, status, events and deletes all succeed."""
+    adoption, creates, capacity apply (the capacity controller's group), status, events and deletes all succeed."""
     namespace = "openshift-machine-api"
     cluster.apply_crds()
     cluster.ensure_namespace(namespace)

@@ -1,10 +1,10 @@
 """One writer per object in each deployment mode (docs/architecture.md#deployment-modes).
 
 Standalone, this project's process runs every controller; dropped in beside machine-api-operator (MAO), it runs
-only the actuator side and MAO's own machineset, nodelink and health-check controllers (built from MAO's Go module,
-hack/controlplane/mao.py) do the rest. Either way no field of a MachineSet, Machine, Node or MachineHealthCheck may
-be written by two controllers: the API server records the writer of every field in `metadata.managedFields`
-(named after the writer's user agent), sampled here all along a scale-up. The scenarios themselves (scaling, a
+only the actuator side and the MachineSets' capacity annotations, and MAO's own machineset, nodelink and health-check
+controllers (built from MAO's Go module, hack/controlplane/mao.py) do the rest. Either way no field of a MachineSet,
+Machine, Node or MachineHealthCheck may be written by two controllers: the API server records the writer of every
+field in `metadata.managedFields` (named after the writer's user agent), sampled here all along a scale-up. The scenarios themselves (scaling, a
 deleted Machine replaced, a crashed VM replaced or power-cycled) run in both modes in test_machineset_vms.py and
 test_machinehealthcheck.py.
 """
@@ -15,7 +15,8 @@ import json
 from collections import defaultdict
 
 from machine_controller.app import COMPONENT
-from machine_controller.controllers.machineset import CAPACITY_FIELD_MANAGER
+from machine_controller.controllers.capacity import CAPACITY_ANNOTATIONS
+from machine_controller.controllers.machineset_capacity import CAPACITY_FIELD_MANAGER
 from machines import STANDALONE, both_modes, unique_name
 from test_machinehealthcheck import _machineset, _mhc, _mhc_status
 from test_remediation import _wait
@@ -37,7 +38,7 @@ DROP_IN_WRITERS = {
     ("Node", "spec.providerID"): OURS,
     ("MachineHealthCheck", "status.currentHealthy"): MAO_MHC,
 }
-# Field manager -> controller process: this project's MachineSet controller applies capacity annotations under a
+# Field manager -> controller process: this project's capacity controller applies the capacity annotations under a
 # manager of its own.
 PROCESS = {CAPACITY_FIELD_MANAGER: OURS, OURS: OURS, MAO_MACHINESET: MAO_MACHINESET, MAO_NODELINK: MAO_NODELINK,
            MAO_MHC: MAO_MHC}
@@ -93,6 +94,17 @@ class Writers:
         return next(iter(who)) if len(who) == 1 else None
 
 
+def _capacity_writers(menv, set_name: str) -> dict[str, tuple[str | None, set[str]]]:
+    """Each capacity annotation of the set: its value, and the field managers that own it."""
+    ms = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "machineset", set_name, "-o", "json",
+                                         "--show-managed-fields").stdout)["metadata"]
+    owners: dict[str, set[str]] = defaultdict(set)
+    for entry in ms.get("managedFields") or []:
+        for key in ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}:
+            owners[key[2:]].add(entry["manager"])
+    return {k: ((ms.get("annotations") or {}).get(k), owners.get(k, set())) for k in CAPACITY_ANNOTATIONS}
+
+
 def _converged(menv, writers: Writers, n: int) -> bool:
     writers.sample()
     k, ns = menv.cluster.kubectl, menv.namespace
@@ -116,6 +128,10 @@ def test_every_field_has_exactly_one_writer(menv):
     _wait(lambda: _converged(menv, writers, 2), "2 Running Machines, linked, healthy", 60, menv)
 
     assert writers.shared() == {}
+    # Scale from zero needs the capacity annotations: beside MAO's MachineSet controller, which does not write them,
+    # as in standalone, this project's capacity controller writes them, and it alone (docs/compatibility.md#autoscaler).
+    capacity = _capacity_writers(menv, set_name)
+    assert all(value and owners == {CAPACITY_FIELD_MANAGER} for value, owners in capacity.values()), capacity
     if menv.mode == STANDALONE:
         assert {w for who in writers.seen.values() for w in who} == {OURS}
     else:
@@ -123,4 +139,5 @@ def test_every_field_has_exactly_one_writer(menv):
         # This project's process runs no work queue of the controllers MAO runs.
         queues = {line.split('name="', 1)[1].split('"', 1)[0] for line in ours.metrics().splitlines()
                   if line.startswith("workqueue_adds_total{")}
-        assert queues and not queues & {"machineset", "nodelink", "machinehealthcheck"}, queues
+        assert "machineset-capacity" in queues and not queues & {"machineset", "nodelink", "machinehealthcheck"}, \
+            queues

@@ -1,7 +1,7 @@
 """Each controller's RBAC group (config/rbac/<group>, docs/architecture.md#deployment-modes) is enough on its own: a
 subset of --controllers runs as a fresh ServiceAccount bound to `manager` and that subset's groups only, does its
-work, and is never refused. The OpenShift overlay's subset (machine, ovirt-nodes, remediation) is the one that
-matters most: it is all a drop-in deployment ships."""
+work, and is never refused. The OpenShift overlay's subset (machine, machineset-capacity, ovirt-nodes, remediation)
+is the one that matters most: it is all a drop-in deployment ships."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
+from machine_controller.config import MAO_CONTROLLERS
 from identities import bind_groups, token_kubeconfig, unbind
 from machines import MACHINE_API_NS, unique_name
 
@@ -106,12 +107,32 @@ def _nodelink(menv, proc) -> None:
         cluster.kubectl("delete", "node", node, "--wait=false", check=False)
 
 
+def _capacity(menv, proc) -> None:
+    cluster, ns = menv.cluster, menv.namespace
+    ms = ovirt_install.machineset_for(menv.inst, ns)
+    name = ms["metadata"]["name"] = unique_name("rbaccap")
+    ms["spec"]["replicas"] = 0
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+
+    def annotations() -> dict:
+        doc = json.loads(cluster.kubectl("-n", ns, "get", "machineset", name, "-o", "json").stdout)
+        return doc["metadata"].get("annotations") or {}
+
+    _wait("the capacity annotations applied", lambda: "machine.openshift.io/vCPU" in annotations(), proc)
+
+
+def _openshift_subset(menv, proc) -> None:
+    _actuator_side(menv, proc)
+    _capacity(menv, proc)
+
+
 @pytest.mark.parametrize("controllers, groups, scenario", [
-    ("machine,ovirt-nodes,remediation", ("manager", "machine", "ovirt-nodes", "remediation"), _actuator_side),
+    (MAO_CONTROLLERS, ("manager", "machine", "machineset-capacity", "ovirt-nodes", "remediation"), _openshift_subset),
     ("machineset", ("manager", "machineset"), _machineset),
+    ("machineset-capacity", ("manager", "machineset-capacity"), _capacity),
     ("machinehealthcheck", ("manager", "machinehealthcheck"), _machinehealthcheck),
     ("nodelink", ("manager", "nodelink"), _nodelink),
-], ids=["openshift-subset", "machineset", "machinehealthcheck", "nodelink"])
+], ids=["openshift-subset", "machineset", "machineset-capacity", "machinehealthcheck", "nodelink"])
 def test_a_subset_runs_with_only_its_rbac_groups(menv, tmp_path, controllers, groups, scenario):
     cluster, ns = menv.cluster, menv.namespace
     _copy_credentials(cluster, ns)

@@ -13,8 +13,11 @@ def test_default_runs_every_controller():
 
 @pytest.mark.parametrize("spec, expected", [
     ("*", CONTROLLER_NAMES),
-    ("machine,ovirt-nodes,remediation", ("machine", "remediation", "ovirt-nodes")),
-    ("*,-machineset,-nodelink,-machinehealthcheck", ("machine", "remediation", "ovirt-nodes")),
+    ("machine,machineset-capacity,ovirt-nodes,remediation",
+     ("machine", "machineset-capacity", "remediation", "ovirt-nodes")),
+    ("*,-machineset,-nodelink,-machinehealthcheck", ("machine", "machineset-capacity", "remediation", "ovirt-nodes")),
+    ("*,-machineset-capacity", ("machine", "machineset", "nodelink", "machinehealthcheck", "remediation",
+                                "ovirt-nodes")),
     (" machine , machine ", ("machine",)),
 ])
 def test_selection(spec, expected):
@@ -70,7 +73,8 @@ def test_maos_flags_run_the_actuator_side_with_maos_settings():
     from machine_controller.config import from_mao_args
 
     config = parse(from_mao_args(MAO_ARGS))
-    assert config.controllers == ("machine", "remediation", "ovirt-nodes")
+    # The capacity annotations too: MAO's MachineSet controller does not write them (docs/compatibility.md#autoscaler).
+    assert config.controllers == ("machine", "machineset-capacity", "remediation", "ovirt-nodes")
     assert (config.leader_elect, config.lease_duration_s, config.namespace) == (True, 120.0, "openshift-machine-api")
     assert config.log_level == "info"
     assert parse(from_mao_args(["--v=4", "--leader-elect=false", "--leader-elect-renew-deadline=1m30s"])) \

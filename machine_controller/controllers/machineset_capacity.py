@@ -72,17 +72,19 @@ class MachineSetCapacityReconciler:
             if all(ms.metadata.annotations.get(k) == v for k, v in capacity.annotations.items()):
                 return None
         meta = obj["metadata"]
+        # The uid makes the apply a precondition: an apply to a set that is gone would create it anew (with no
+        # spec), since the cache can still hold a set already deleted; with the uid the API server answers 409.
         body = {"apiVersion": keys.API_VERSION, "kind": "MachineSet",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"],
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"], "uid": meta["uid"],
                              "annotations": capacity.annotations}}
         try:
             self._rest.request("PATCH", MACHINESETS.path(meta["namespace"], meta["name"]),
                                {"fieldManager": CAPACITY_FIELD_MANAGER, "force": "true"}, body,
                                content_type="application/apply-patch+yaml")
         except ApiException as e:
-            if classify(e) != ErrorKind.NOT_FOUND:  # deleted meanwhile: its delete event forgets it
+            if classify(e) not in (ErrorKind.CONFLICT, ErrorKind.NOT_FOUND):
                 raise
-            return None
+            return None  # gone meanwhile (with `force`, a 409 can only be the uid): its delete event forgets it
         log.info("capacity annotations updated", machineset=key, annotations=capacity.annotations or None)
         return None
 

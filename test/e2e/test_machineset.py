@@ -26,11 +26,12 @@ from api import keys
 from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.machineset_capacity import (CAPACITY_FIELD_MANAGER,
+                                                                MachineSetCapacityReconciler,
                                                                 add_machineset_capacity_controller)
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Informer
+from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.ratelimit import controller_rate_limiter
@@ -390,6 +391,18 @@ def test_the_capacity_controller_alone_writes_only_the_annotations(cluster, name
                   .get("f:annotations", {})}
         assert owners == {CAPACITY_FIELD_MANAGER}
         assert not ms.get("status") and h.machines(include_deleting=True) == []
+
+
+def test_the_capacity_of_a_set_deleted_meanwhile_recreates_nothing(cluster, namespace):
+    """The cache can still hold a set already deleted: applying its annotations must not create it again."""
+    with running_controller(cluster, namespace, controllers=()) as h:
+        h.apply(machineset(h.ns, name="gone"))
+        stale = h.get("machineset", "gone")
+        h.kubectl("delete", "machineset", "gone")
+        store = Store()
+        store.put(stale)
+        MachineSetCapacityReconciler(h.rest, store, h.events).reconcile(f"{h.ns}/gone")
+        assert h.cluster.kubectl("-n", h.ns, "get", "machineset", "gone", check=False).returncode != 0
 
 
 def test_invalid_autoscaler_bounds_are_reported(harness):

@@ -61,6 +61,7 @@ def test_the_template_capacity_is_applied_under_its_own_manager_once():
     annotations = body["metadata"]["annotations"]
     assert (annotations[keys.ANNOTATION_VCPU], annotations[keys.ANNOTATION_CAPACITY_MEMORY]) == ("4", "16348Mi")
     assert set(body) == {"apiVersion", "kind", "metadata"}  # the annotations only: no spec, no status
+    assert body["metadata"]["uid"] == "ms-uid"  # never creates a set that is gone (test_machineset.py proves it)
 
     obj = store.get(KEY)
     obj["metadata"]["annotations"] = {**(obj["metadata"].get("annotations") or {}), **annotations}

@@ -24,6 +24,7 @@ from hack.demo_fencing import fencing_scene
 from hack.demo_storage import storage_scene
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
+from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,9 +84,9 @@ def main() -> int:
         kubectl("apply", "-f", str(REPO / "config" / "manager" / "namespace.yaml"))
         kubectl("apply", "-k", str(REPO / "config" / "crd"))
         kubectl("apply", "-k", str(REPO / "config" / "rbac"))
-        kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/machines.machine.openshift.io",
-                "crd/machinesets.machine.openshift.io", "crd/machinehealthchecks.machine.openshift.io",
-                "crd/ovirtremediations.remediation.ovirt.org", "crd/ovirtremediationtemplates.remediation.ovirt.org")
+        wait_established(lambda *args: kubectl(*args, show=False), "machines.machine.openshift.io",
+                         "machinesets.machine.openshift.io", "machinehealthchecks.machine.openshift.io",
+                         "ovirtremediations.remediation.ovirt.org", "ovirtremediationtemplates.remediation.ovirt.org")
 
         _say("Starting the oVirt engine simulator (HTTPS; its guests join the cluster as RHCOS nodes would)")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), tls=True) as sim:

@@ -13,6 +13,7 @@ from typing import Callable
 
 from hack.controller_process import Process, free_port
 from hack.controlplane.mao import MAO_COMMANDS, MaoBinaries, ensure_mao
+from hack.crds_established import wait_established
 from machine_controller.config import MAO_CONTROLLERS
 
 # The actuator side (and the capacity annotations): what this project runs beside MAO's controllers
@@ -33,7 +34,7 @@ def install_openshift_config(kubectl: Callable[..., subprocess.CompletedProcess[
         return
     b = ensure_mao(binaries)
     kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={crd}" for crd in b.crds()))
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CONFIG_CRDS))
+    wait_established(lambda *args: kubectl(*args, check=False).stdout, *CONFIG_CRDS)
     infra = {"apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
              "spec": {"platformSpec": {"type": "oVirt"}}}
     dns = {"apiVersion": "config.openshift.io/v1", "kind": "DNS", "metadata": {"name": "cluster"},

@@ -32,6 +32,7 @@ from hack.bench.floor import Floor, boot_floor
 from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
+from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.controllers.resources import MACHINES
 from machine_controller.runtime.kube import Rest, load_api_client
@@ -197,7 +198,7 @@ def main() -> int:
         kubectl = Kubectl(plane.kubeconfig())
         kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "manager" / "namespace.yaml"))
         kubectl("apply", "-k", str(ovirt_install.REPO / "config" / "crd"))
-        kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/machines.machine.openshift.io")
+        wait_established(kubectl, "machines.machine.openshift.io")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), profile=args.profile,
                                timings=timings) as sim:
             for i in range(max(counts + [args.machineset]) // 8 + 1):  # room for every VM: the seeded hosts hold a few dozen

@@ -22,6 +22,7 @@ import yaml
 from hack.controlplane import certs
 from hack.controlplane.build import Binaries, ensure_binaries
 from hack.controlplane.cluster import LocalControlPlane
+from hack.crds_established import wait_established
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_NAMES = (
@@ -99,12 +100,15 @@ class Cluster:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
 
+    def wait_established(self, *crds: str) -> None:
+        wait_established(lambda *args: self.kubectl(*args, check=False).stdout, *crds)
+
     def apply_crds(self) -> None:
         """Install the project's CRDs (config/crd) and wait until the API server serves them."""
         if self._crds_applied:
             return
         self.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "config" / "crd"))
-        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{n}" for n in CRD_NAMES))
+        self.wait_established(*CRD_NAMES)
         self._wait_discoverable("machine.openshift.io/v1beta1")
         self._crds_applied = True
 

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -43,12 +42,7 @@ def servicemonitor_crd(cluster) -> None:
     name = "servicemonitors.monitoring.coreos.com"
     if cluster.kubectl("get", "crd", name, check=False).returncode != 0:  # a real OpenShift has its own
         cluster.kubectl("apply", "--server-side", "-f", str(_module_dir(PROMETHEUS_OPERATOR) / SERVICEMONITOR_CRD))
-    # Polled rather than `kubectl wait`, which fails outright on a CRD whose status has no conditions yet.
-    deadline = time.monotonic() + 60
-    while cluster.kubectl("get", "crd", name, "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}",
-                          check=False).stdout.strip() != "True":
-        assert time.monotonic() < deadline, f"{name} not Established after 60 s"
-        time.sleep(0.2)
+    cluster.wait_established(name)
     cluster._wait_discoverable("monitoring.coreos.com/v1")
 
 

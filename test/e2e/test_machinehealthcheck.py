@@ -80,8 +80,7 @@ def test_crashed_vm_is_replaced_by_default(menv):
 
 @both_modes
 def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
-    menv.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                         "crd/ovirtremediations.remediation.ovirt.org")
+    menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
     menv.controller()
     set_name = unique_name("fenceset")
     _machineset(menv, set_name, 1)

@@ -21,8 +21,7 @@ START = "POST /vms/{vm}/start"
 
 @pytest.fixture
 def renv(menv):
-    menv.cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                         "crd/ovirtremediations.remediation.ovirt.org")
+    menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
     return menv
 
 

@@ -163,6 +163,11 @@ def ovirt(cluster: Cluster, tmp_path_factory):
     from hack.ovirtsim.testing import running_simulator
 
     with running_simulator(tmp_path_factory.mktemp("ovirt"), kubeconfig=cluster.kubeconfig, tls=True) as sim:
+        # Room for the session: VMs of finished tests stay (their namespaces go without waiting), and which test
+        # files share this engine depends on the pytest worker. More hosts of the seeded size, never a bigger one:
+        # a VM larger than every host must stay unschedulable (test_machine_bad_input).
+        for n in range(4, 13):
+            sim.control.add_host(f"host{n}", memory=128 * 2**30)
         conn = sim.connection()
         try:
             sim.installation = ovirt_install.prepare(conn, INFRA_ID)

@@ -54,7 +54,10 @@ def fencing_scene(kubectl, sim, namespace: str, ms_name: str, say: Callable[[str
         if table != last:
             print(f"[{time.strftime('%H:%M:%S')}] +{time.monotonic() - began:.0f}s\n{table}\n", flush=True)
             last = table
-        seen_request = seen_request or bool(remediations)
+        # A fast cycle can open and close the request between two polls: its events say it happened.
+        seen_request = seen_request or bool(remediations) or "RemediationSucceeded" in kubectl(
+            "-n", namespace, "get", "events", "--field-selector", f"involvedObject.name={name}",
+            "-o", "custom-columns=R:.reason", "--no-headers", show=False)
         if seen_request and ready == "True" and not remediations:
             break
         time.sleep(1.0)

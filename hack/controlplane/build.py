@@ -24,18 +24,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from machine_controller.runtime.cache_dir import cache_dir
+
 KUBE_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.8"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 _GOPROXY_DEFAULT = "https://proxy.golang.org"
-
-
-def cache_dir() -> Path:
-    explicit = os.environ.get("OMC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ovirt-machine-controller"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import ModuleType
 
+from machine_controller.runtime.cache_dir import cache_dir
+
 SPEC_MODULE = "github.com/container-storage-interface/spec"
 SPEC_VERSION = "v1.13.0"
 PROTO_ENV = "OVIRT_CSI_PROTO"
@@ -32,14 +34,6 @@ class SpecUnavailable(RuntimeError):
     pass
 
 
-def _cache_dir() -> Path:
-    explicit = os.environ.get("OMC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ovirt-machine-controller"
-
-
 def stubs_dir() -> Path:
     # Keyed by the grpcio-tools version too: generated code demands grpcio and protobuf at least as new as the
     # generator, so stubs of a newer grpcio-tools must never be imported by an older installation.
@@ -47,7 +41,7 @@ def stubs_dir() -> Path:
         tools = version("grpcio-tools")
     except PackageNotFoundError:
         tools = "unknown"
-    return Path(os.environ.get(STUBS_ENV) or _cache_dir() / "csi" / "spec" / f"{SPEC_VERSION}-grpcio-tools-{tools}")
+    return Path(os.environ.get(STUBS_ENV) or cache_dir() / "csi" / "spec" / f"{SPEC_VERSION}-grpcio-tools-{tools}")
 
 
 def proto_file() -> Path:

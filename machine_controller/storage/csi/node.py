@@ -32,6 +32,18 @@ def _mount_source(path: str) -> str:
     return ""
 
 
+def _volume_path_and_device(request) -> tuple[str, str]:
+    """The stats and expand requests' volume path and the device of their volume, both required to exist."""
+    require(request, "volume_id", "volume_path")
+    path = request.volume_path
+    if not os.path.exists(path):
+        raise not_found(f"{path} does not exist")
+    device = find_device(request.volume_id)
+    if device is None:
+        raise not_found(f"volume {request.volume_id} is not attached to this node")
+    return path, device
+
+
 def _device_size(device: str) -> int:
     with open(device, "rb") as f:
         return f.seek(0, os.SEEK_END)
@@ -130,12 +142,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeGetVolumeStats(self, request, context):
-            require(request, "volume_id", "volume_path")
-            path = request.volume_path
-            if not os.path.exists(path):
-                raise not_found(f"{path} does not exist")
-            if find_device(request.volume_id) is None:
-                raise not_found(f"volume {request.volume_id} is not attached to this node")
+            path, _ = _volume_path_and_device(request)
             usage = pb.VolumeUsage
             if os.path.isfile(path) or not os.path.isdir(path):  # a block volume: the device bound on a file
                 return pb.NodeGetVolumeStatsResponse(usage=[usage(unit=usage.BYTES,
@@ -148,13 +155,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
 
         @rpc
         def NodeExpandVolume(self, request, context):
-            require(request, "volume_id", "volume_path")
-            path = request.volume_path
-            if not os.path.exists(path):
-                raise not_found(f"{path} does not exist")
-            device = find_device(request.volume_id)
-            if device is None:
-                raise not_found(f"volume {request.volume_id} is not attached to this node")
+            path, device = _volume_path_and_device(request)
             if (request.HasField("volume_capability") and is_block(request.volume_capability)) or os.path.isfile(path):
                 return pb.NodeExpandVolumeResponse(capacity_bytes=_device_size(device))
             fs = current_fs(device)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -99,10 +100,15 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     names = [f"bench-{n}-{i:03d}" for i in range(n)]
     t0 = time.monotonic()
     create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
+    shown = t0
     while True:
         phases = kubectl.phases()
         if len(phases) == n and all(p == "Running" for p in phases):
             break
+        if time.monotonic() - shown >= 15:  # a long run says how it goes, on stderr
+            shown = time.monotonic()
+            print(f"  N={n} at {shown - t0:.0f} s: " + ", ".join(
+                f"{phase or 'no phase'} {phases.count(phase)}" for phase in sorted(set(phases))), file=sys.stderr)
         if any(p == "Failed" for p in phases):
             raise RuntimeError("a Machine failed; see " + str(ctl.log_path))
         time.sleep(_poll_s(n))

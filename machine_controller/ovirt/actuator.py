@@ -160,10 +160,13 @@ class OvirtActuator:
         return spec
 
     # --- lookup -------------------------------------------------------------------------------------------------
-    def find_vm(self, machine: Machine, may_defer: bool = False) -> types.Vm | None:
+    def find_vm(self, machine: Machine, may_defer: bool = False, creating: bool = False) -> types.Vm | None:
         """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name. From the
         shared list of its cluster when the spec names one the engine has, else asked on its own. With
-        `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py)."""
+        `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py). With
+        `creating` (the look before a create), an older list may say that no VM has the Machine's name: the
+        engine refuses a second one, and `_create` adopts the VM it then finds. Never when deleting: a stale
+        "absent" there would leave the VM behind."""
         cluster = self._cluster_of(machine)
         if cluster is None:
             return self._find_directly(machine)
@@ -174,7 +177,8 @@ class OvirtActuator:
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
                 return vm
-        named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name) if v.id]
+        named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name,
+                                                   absent_may_be_stale=creating and not known) if v.id]
         if len(named) > 1:
             raise OvirtError(f"{len(named)} VMs are named {machine.metadata.name!r}; refusing to guess which one "
                              "is the Machine's")
@@ -227,7 +231,7 @@ class OvirtActuator:
             raise
 
     def _provision(self, machine: Machine, spec: OvirtMachineProviderSpec) -> Progress:
-        vm = self.find_vm(machine, may_defer=True)
+        vm = self.find_vm(machine, may_defer=True, creating=True)
         if vm is None:
             vm = self._create(machine, spec)
             return self._wait(vm, self._timing.locked_s, "the new VM's disks to be copied")

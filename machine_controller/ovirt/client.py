@@ -20,7 +20,7 @@ import structlog
 import tenacity
 
 from .connection import ConnectionPool, NoCredentials
-from .errors import NotFoundError, OvirtError, TransientError, classify
+from .errors import ConflictError, NotFoundError, OvirtError, TransientError, classify
 
 T = TypeVar("T")
 # AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
@@ -36,26 +36,29 @@ def _quote(value: str) -> str:
 class OvirtClient:
     def __init__(self, pool: ConnectionPool, attempts: int = 3, max_wait_s: float = 2.0):
         self.pool = pool
-        self._retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception(
-                lambda e: isinstance(e, TransientError) and not isinstance(e, NoCredentials)),
-            stop=tenacity.stop_after_attempt(attempts),
-            wait=tenacity.wait_exponential(multiplier=0.2, max=max_wait_s),
-            reraise=True,
-        )
+
+        def retrying(worth: Callable[[BaseException], bool]) -> tenacity.Retrying:
+            return tenacity.Retrying(retry=tenacity.retry_if_exception(worth),
+                                     stop=tenacity.stop_after_attempt(attempts),
+                                     wait=tenacity.wait_exponential(multiplier=0.2, max=max_wait_s), reraise=True)
+        self._retrying = retrying(lambda e: isinstance(e, TransientError) and not isinstance(e, NoCredentials))
+        # A create refused with 409 is refused for its name, which a retry does not change: the caller adopts the
+        # VM that holds it (actuator.py `_create`).
+        self._retrying_create = retrying(lambda e: isinstance(e, TransientError) and not isinstance(
+            e, (NoCredentials, ConflictError)))
 
     # --- the one way to talk to the engine ---------------------------------------------------------------------
     def call(self, what: str, fn: Callable[[sdk.services.SystemService], T]) -> T:
         return self._call(what, lambda conn: fn(conn.system_service()))
 
-    def _call(self, what: str, fn: Callable[[sdk.Connection], T]) -> T:
+    def _call(self, what: str, fn: Callable[[sdk.Connection], T], retrying: tenacity.Retrying | None = None) -> T:
         def once() -> T:
             with self.pool.connection() as conn:
                 try:
                     return fn(conn)
                 except Exception as e:  # noqa: BLE001 - every failure is classified at this edge
                     raise classify(e, what) from e
-        return self._retrying(once)
+        return (retrying or self._retrying)(once)
 
     def ping(self) -> None:
         """One request to the API root: used by the health check."""
@@ -159,8 +162,8 @@ class OvirtClient:
 
     # --- VM changes --------------------------------------------------------------------------------------------
     def create_vm(self, vm: types.Vm, clone: bool, correlation_id: str) -> types.Vm:
-        return self.call(f"create VM {vm.name}", lambda s: s.vms_service().add(
-            vm, clone=clone, clone_permissions=False, query={"correlation_id": correlation_id}))
+        return self._call(f"create VM {vm.name}", lambda conn: conn.system_service().vms_service().add(
+            vm, clone=clone, clone_permissions=False, query={"correlation_id": correlation_id}), self._retrying_create)
 
     def _vm_service(self, s: sdk.services.SystemService, vm_id: str):
         return s.vms_service().vm_service(vm_id)

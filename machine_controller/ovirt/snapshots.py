@@ -8,11 +8,16 @@ started is never judged by a list taken before the start); otherwise it takes a 
 meanwhile wait for it and share it.
 
 A list grows with the cluster: a thousand VMs cost the engine (and this process) seconds to render and parse. So a
-list counts as recent for `cost_factor` times what the last one took (at least `max_age_s`): with the default 1 the
-engine spends at most half its time listing for us however many Machines wait (3 made a thousand Machines wait
+list counts as recent, after it came, for `cost_factor` times what it took (at least `max_age_s`): with the default 1
+the engine spends at most half its time listing for us however many Machines wait (3 made a thousand Machines wait
 three times longer for each step on this project's simulator, hack/bench/machines.py). A caller whose last action is newer
 than the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so
 come back together and share it.
+
+A Machine about to create its VM looks for it by name first. Any list, however old, may tell it that no such VM
+exists: the engine refuses a second VM of the same name, so a stale "absent" costs one refused create and the
+adoption of the VM found then (actuator.py `_create`), never a duplicate. Only a VM found there must come from a
+recent list. At a thousand Machines this spares one list per creation.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ class NotYet(Exception):
 @dataclass
 class _Snapshot:
     started: float
-    cost: float = 0.0
+    cost: float = 0.0  # seconds the list took: it came at `started + cost`
     by_id: dict[str, types.Vm] = field(default_factory=dict)
     by_name: dict[str, list[types.Vm]] = field(default_factory=dict)
 
@@ -59,7 +64,15 @@ class VmSnapshots:
         caller that acted after the recent list raises NotYet instead of taking a list before its time."""
         return self._snapshot(cluster_name, fresh_after, may_defer).by_id.get(vm_id)
 
-    def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0) -> list[types.Vm]:
+    def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0,
+                absent_may_be_stale: bool = False) -> list[types.Vm]:
+        """The VMs of that exact name. With `absent_may_be_stale` (a look before creating), the newest list of the
+        cluster answers "none" whatever its age; a VM found always comes from a recent list."""
+        if absent_may_be_stale:
+            with self._guard:
+                newest = self._snaps.get(cluster_name)
+            if newest is not None and name not in newest.by_name:
+                return []
         return self._snapshot(cluster_name, fresh_after, False).by_name.get(name, [])
 
     def seen(self, vm_id: str | None = None, name: str | None = None, within_s: float = 15.0) -> list[types.Vm]:
@@ -89,12 +102,12 @@ class VmSnapshots:
             snap = self._snaps.get(cluster_name)
             now = self._clock()
             if snap is not None:
-                recent_for = max(self._max_age, self._cost_factor * snap.cost)
-                if now - snap.started <= recent_for:
+                recent_until = snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
+                if now <= recent_until:
                     if snap.started >= fresh_after:
                         return snap
                     if may_defer:
-                        raise NotYet(snap.started + recent_for - now)
+                        raise NotYet(recent_until - now)
             started = self._clock()
             vms = self._client.cluster_vms(cluster_name, _slim)
             snap = _Snapshot(started, cost=self._clock() - started)

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -24,6 +25,7 @@ import re
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -220,8 +222,13 @@ class _NodeState:
 NODE_RETRY_MAX = 30.0  # seconds: the longest a failing kubelet waits before trying again
 
 
+NODE_WRITERS = 8  # guests whose Node writes are in flight at once
+
+
 class NodeAgent:
-    """The kubelets of all guests, as one thread talking to the API server of the kubeconfig."""
+    """The kubelets of all guests: one thread finds what each must write to the API server of the kubeconfig, and
+    `NODE_WRITERS` threads write it. Real kubelets are independent machines: a thousand guests booting together
+    register together, not one after another behind a single writer."""
 
     def __init__(self, engine: "Engine", kubeconfig: str) -> None:
         self.engine = engine
@@ -229,13 +236,17 @@ class NodeAgent:
         self._nodes: dict[str, _NodeState] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._writers: ThreadPoolExecutor | None = None
         self._api: Any = None
 
     def start(self) -> None:
         from kubernetes import client, config
 
-        api_client = config.new_client_from_config(config_file=self.kubeconfig)
-        self._api = client.CoreV1Api(api_client)
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=self.kubeconfig, client_configuration=cfg)
+        cfg.connection_pool_maxsize = NODE_WRITERS
+        self._api = client.CoreV1Api(client.ApiClient(cfg))
+        self._writers = ThreadPoolExecutor(NODE_WRITERS, thread_name_prefix="guest-kubelet")
         self._thread = threading.Thread(target=self._loop, name="guest-kubelets", daemon=True)
         self._thread.start()
 
@@ -243,6 +254,8 @@ class NodeAgent:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
+        if self._writers:
+            self._writers.shutdown(wait=False, cancel_futures=True)
 
     def _loop(self) -> None:
         period = min(0.25, self.engine.timings.node_heartbeat / 4)
@@ -283,15 +296,25 @@ class NodeAgent:
         other guests are served in the same pass."""
         now = time.time()
         seen = set()
+        writes: list[Callable[[], None]] = []
         for view in self._views():
             seen.add(view.node)
             state = self._nodes.setdefault(view.node, _NodeState())
-            self._guarded(view.vm_id, view.node, state, now, lambda: self._sync_guest(view, state, now))
+            writes.append(functools.partial(self._guarded, view.vm_id, view.node, state, now,
+                                            functools.partial(self._sync_guest, view, state, now)))
         for name, state in self._nodes.items():  # guests of removed VMs went silent
             if name not in seen and state.posted == "True" \
                     and now - state.last_heartbeat >= self.engine.timings.node_unknown_after:
-                self._guarded(None, name, state, now, lambda: self._post_condition(
-                    name, state, "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.", now))
+                writes.append(functools.partial(self._guarded, None, name, state, now, functools.partial(
+                    self._post_condition, name, state, "Unknown", "NodeStatusUnknown",
+                    "Kubelet stopped posting node status.", now)))
+        # Each guest's state is touched by its own write only; the pass ends when every write has.
+        if self._writers is None:
+            for write in writes:
+                write()
+        else:
+            for _ in self._writers.map(lambda write: write(), writes):
+                pass
 
     def _sync_guest(self, view: _GuestView, state: _NodeState, now: float) -> None:
         t = self.engine.timings
@@ -351,12 +374,21 @@ class NodeAgent:
             "addresses": ([{"type": "InternalIP", "address": view.ip}] if view.ip else [])
             + [{"type": "Hostname", "address": view.node}],
         }
-        try:
-            self._api.patch_node_status(view.node, {"status": status})
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            self._register(view, status)
+        if state.posted == "":
+            # A kubelet starting registers its Node first (and posts status to it when it exists already).
+            try:
+                self._register(view, status)
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+                self._api.patch_node_status(view.node, {"status": status})
+        else:
+            try:
+                self._api.patch_node_status(view.node, {"status": status})
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                self._register(view, status)
         state.last_heartbeat = now
         state.posted = "True"
 
@@ -380,9 +412,8 @@ class NodeAgent:
                 "containerRuntimeVersion": "cri-o://1.29.1", "kubeletVersion": "v1.29.5",
                 "kubeProxyVersion": "v1.29.5", "operatingSystem": "linux", "architecture": "amd64"}),
         }
+        # The API server keeps the status of a created Node (the kubelet registers with it), so one request.
         self._api.create_node(node)
-        # The API server drops status on create for some versions; write it through the status subresource.
-        self._api.patch_node_status(view.node, {"status": node["status"]})
         log.info("guest %s registered Node %s", view.vm_id, view.node)
 
     def _post_condition(self, node: str, state: _NodeState, ready: str, reason: str, message: str,

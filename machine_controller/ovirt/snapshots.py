@@ -4,8 +4,9 @@ A Machine being created is looked at again and again until its VM's disks are co
 reports an address. Asking for each VM on its own costs the engine one request per Machine per look; one list of
 the cluster's VMs, with their reported devices inlined (`follow`), answers all of them at once. A look uses the
 newest list when it is recent enough and was started after the caller's own last action on the VM (so a VM just
-started is never judged by a list taken before the start); otherwise it takes a new list, and callers arriving
-meanwhile wait for it and share it.
+started is never judged by a list taken before the start); otherwise it takes a new list. Callers arriving meanwhile
+share it: those that cannot wait (a status read) wait for it, those that can (`NotYet`) are told to come back
+when it should have come, so no worker of the controller is held for the seconds a long list takes.
 
 A list grows with the cluster: a thousand VMs cost the engine (and this process) seconds to render and parse. So a
 list counts as recent, after it came, for `cost_factor` times what it took (at least `max_age_s`): with the default 1
@@ -58,6 +59,7 @@ class VmSnapshots:
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._snaps: dict[str, _Snapshot] = {}
+        self._listing: dict[str, float] = {}  # cluster -> when the list being taken was asked for
 
     def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False) -> types.Vm | None:
         """The VM as the engine lists it now, or None when the cluster has no VM of that id. With `may_defer`, a
@@ -95,9 +97,16 @@ class VmSnapshots:
     def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot:
         with self._guard:
             lock = self._locks.setdefault(cluster_name, threading.Lock())
-        # Callers arriving while a list is taken wait for it: one that can wait and was told to come back later
-        # would come back alone, off the shared instants, and take a list of its own.
-        lock.acquire()
+        # A caller that can wait is not held while a list is taken (a list of a thousand VMs takes seconds, and
+        # every worker of the controller would be held with it): it comes back when the list should have come,
+        # and finds it recent. Callers that cannot wait share the list being taken.
+        if not (may_defer and lock.acquire(blocking=False)):
+            since = self._listing.get(cluster_name) if may_defer else None
+            if since is not None:
+                last = self._snaps.get(cluster_name)
+                expected = since + (last.cost if last is not None else self._max_age) - self._clock()
+                raise NotYet(max(expected, self._max_age / 5))
+            lock.acquire()
         try:
             snap = self._snaps.get(cluster_name)
             now = self._clock()
@@ -109,7 +118,11 @@ class VmSnapshots:
                     if may_defer:
                         raise NotYet(recent_until - now)
             started = self._clock()
-            vms = self._client.cluster_vms(cluster_name, _slim)
+            self._listing[cluster_name] = started
+            try:
+                vms = self._client.cluster_vms(cluster_name, _slim)
+            finally:
+                self._listing.pop(cluster_name, None)
             snap = _Snapshot(started, cost=self._clock() - started)
             for vm in vms:
                 snap.by_id[vm.id] = vm

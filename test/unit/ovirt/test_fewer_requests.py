@@ -3,6 +3,7 @@ nothing, and a VM is added to its affinity group without listing the members fir
 
 from __future__ import annotations
 
+import threading
 import time
 
 import ovirtsdk4.types as types
@@ -181,3 +182,30 @@ def test_a_create_judged_by_a_stale_list_adopts_the_vm_the_engine_already_has(si
         assert counts.get("GET /vms") == 1  # the search by name after the refusal; no new list of the cluster
     finally:
         conn.close()
+
+
+def test_a_caller_that_can_wait_is_not_held_while_a_list_is_taken():
+    gate, listing = threading.Event(), threading.Event()
+
+    class _HeldList:
+        lists = 0
+
+        def cluster_vms(self, cluster_name, keep=lambda vm: vm):
+            _HeldList.lists += 1
+            listing.set()
+            gate.wait(5)
+            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
+
+    snaps = VmSnapshots(_HeldList(), max_age_s=0.5)
+    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))
+    taker.start()
+    try:
+        assert listing.wait(5)
+        with pytest.raises(NotYet) as wait:
+            snaps.by_id("Default", "vm0", may_defer=True)  # returns at once, told when the list should come
+        assert 0 < wait.value.after_s <= 0.5
+    finally:
+        gate.set()
+        taker.join(5)
+    # Back then, it shares the list that came.
+    assert snaps.by_id("Default", "vm0", may_defer=True).name == "worker-0" and _HeldList.lists == 1

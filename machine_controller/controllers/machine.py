@@ -19,7 +19,7 @@ import structlog
 from api import keys
 from api.machine import Machine, MachineConditionReason, MachineConditionType, MachineErrorReason, MachinePhase
 from api.meta import ConditionSeverity, false_condition, format_time, now, set_condition, true_condition, unknown_condition
-from machine_controller.runtime.controller import Controller, Result, enqueue_object
+from machine_controller.runtime.controller import Controller, OwnWrites, Result, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
@@ -67,6 +67,9 @@ class MachineReconciler:
         self._metrics = metrics
         self._timing = timing
         self._drainer = Drainer(rest)
+        # A pass goes on after its writes (the finalizer, then Provisioning, then the instance), so the events
+        # of those writes have nothing to tell it.
+        self.own_writes = OwnWrites()
 
     # --- entry point ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
@@ -79,8 +82,9 @@ class MachineReconciler:
             if machine.metadata.deleting:
                 return self._delete(obj, machine)
             if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
-                self._patch_meta(obj, {"finalizers": [*machine.metadata.finalizers, keys.MACHINE_FINALIZER]})
-                return None
+                obj.update(self._patch_meta(obj, {"finalizers": [*machine.metadata.finalizers,
+                                                                 keys.MACHINE_FINALIZER]}))
+                machine = Machine.from_dict(obj)
             phase = machine.status.phase or ""
             if phase == MachinePhase.FAILED:
                 return None  # terminal: only deletion moves a Failed Machine on (docs/compatibility.md#machine-phases)
@@ -107,7 +111,6 @@ class MachineReconciler:
                                         MachineConditionReason.INSTANCE_NOT_CREATED, ConditionSeverity.WARNING,
                                         "Instance has not been created")
             self._write_status(obj, machine, MachinePhase.PROVISIONING, conditions=[condition])
-            return None  # the status write is the next event
         try:
             progress = self._actuator.provision(machine)
         except InvalidMachineConfiguration as e:
@@ -179,7 +182,7 @@ class MachineReconciler:
                 self._fail(obj, machine, None, "Can't find created instance.", conditions=[condition])
                 return None
             self._write_status(obj, machine, MachinePhase.PROVISIONING)
-            return None
+            return Result(requeue=True)  # provisioned again, as a new pass: its own write wakes nothing
         self._annotate(obj, machine, {keys.ANNOTATION_VM_ID: st.instance_id,
                                       keys.ANNOTATION_INSTANCE_STATE: st.state}, provider_id=st.provider_id)
         addresses = [a.to_dict() for a in st.addresses] if st.addresses is not None and st.has_ip else None
@@ -263,10 +266,12 @@ class MachineReconciler:
             patch["spec"] = spec
         meta = obj["metadata"]
         try:
-            return self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
+            updated = self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
         except Exception as e:
             _raise_write_outcome(e)
             raise
+        self.own_writes.record(updated)
+        return updated
 
     def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
         # MAO marks the instance state Unknown in both places when a Machine fails (docs/compatibility.md#machine-phases).
@@ -308,6 +313,7 @@ class MachineReconciler:
         except Exception as e:
             _raise_write_outcome(e)
             raise
+        self.own_writes.record(updated)
         obj.update(updated)
         machine.status = Machine.from_dict(updated).status
         machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
@@ -361,7 +367,7 @@ def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, act
                            events: EventRecorder, queue: WorkQueue, workers: int,
                            mao: MaoCollector | None = None) -> MachineReconciler:
     reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics(manager.registry))
-    machines.add_handler(enqueue_object(queue))
+    machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
     if mao is not None:
         mao.add(MACHINE_ITEMS, machines.store.list, machine_families)
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,

@@ -202,6 +202,60 @@ def when_changed(handler: EventHandler, *views: Any) -> EventHandler:
     return EventHandler(on_add=handler.on_add, on_update=on_update, on_delete=handler.on_delete)
 
 
+class OwnWrites:
+    """The resourceVersions a reconciler's own writes produced, per object key. The watch event of such a write
+    shows the object exactly as the pass that wrote it left it (any other change makes another resourceVersion),
+    so it has nothing to tell that pass's reconciler; a reconciler that uses this continues its pass after a write
+    instead of waiting for the write's event. A thousand Machines with ten writes each otherwise queue ten
+    thousand passes that find nothing to do, ahead of the ones that do (hack/bench/machines.py)."""
+
+    def __init__(self, keep: int = 8):
+        self._keep = keep
+        self._lock = threading.Lock()
+        self._rvs: dict[str, list[str]] = {}
+
+    def record(self, written: dict[str, Any]) -> None:
+        """`written`: the object as the API server answered the write."""
+        rv = (written.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            with self._lock:
+                rvs = self._rvs.setdefault(object_key(written), [])
+                rvs.append(rv)
+                del rvs[:-self._keep]  # events lost to a relist never come: keep the newest few
+
+    def is_echo(self, obj: dict[str, Any]) -> bool:
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        key = object_key(obj)
+        with self._lock:
+            rvs = self._rvs.get(key)
+            if not rv or not rvs or rv not in rvs:
+                return False
+            rvs.remove(rv)
+            if not rvs:
+                del self._rvs[key]
+            return True
+
+    def forget(self, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._rvs.pop(object_key(obj), None)
+
+
+def unless_own_write(handler: EventHandler, writes: OwnWrites) -> EventHandler:
+    """Drop updates that are the echo of the reconciler's own write (`OwnWrites`); resyncs, adds and deletes
+    always pass."""
+
+    def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
+        if handler.on_update and (old is new or not writes.is_echo(new)):
+            handler.on_update(old, new)
+
+    def on_delete(obj: dict[str, Any]) -> None:
+        writes.forget(obj)
+        if handler.on_delete:
+            handler.on_delete(obj)
+
+    return EventHandler(on_add=handler.on_add, on_update=on_update, on_delete=on_delete)
+
+
 def enqueue_object(queue: WorkQueue) -> EventHandler:
     """The object's own key (controller-runtime's EnqueueRequestForObject)."""
     return enqueue_mapped(queue, lambda obj: [object_key(obj)])

@@ -197,6 +197,16 @@ def _missing_dependency_told(w: World) -> None:
     assert exists["message"] == "template rhcos-tpl not found" and exists["severity"] == "Warning"
 
 
+def _own_writes_wake_nothing(w: World) -> None:
+    """The events of the pass's three writes (finalizer, Provisioning, instance id) are its own echoes; another
+    writer's change is not."""
+    machine = w.machine()
+    assert w.reconciler.own_writes.is_echo(machine)
+    assert not w.reconciler.own_writes.is_echo(machine)  # each echo is dropped once
+    w.api.touch(MACHINES, NAME, NS, {"metadata": {"labels": {"team": "infra"}}})
+    assert not w.reconciler.own_writes.is_echo(w.machine())
+
+
 def _start_problem_told(w: World) -> None:
     assert NO_HOST.problem in w.events.recorded[0].message
     running = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceRunning")
@@ -280,11 +290,15 @@ DRAINED = [cond("Drained"), cond("Drainable"), cond("InstanceExists"), cond("Ter
 
 ROWS = [
     # --- creation ---------------------------------------------------------------------------------------------
-    Row("new Machine gets the finalizer first", machine(finalizer=False), [None],
-        phase=None, no_conditions=("InstanceExists",)),
-    Row("never reconciled -> Provisioning, InstanceExists=False, no cloud call yet", machine(), [None],
+    Row("a new Machine gets the finalizer, Provisioning and its first step in one pass", machine(finalizer=False),
+        [Result(requeue_after=7.0)], provision=[CLONING], phase="Provisioning",
+        conditions={"InstanceExists": "False/InstanceNotCreated"},
+        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+        calls={"provision": 1}, check=_own_writes_wake_nothing),
+    Row("never reconciled -> Provisioning, InstanceExists=False, then the first step", machine(),
+        [Result(requeue_after=7.0)], provision=[CLONING],
         phase="Provisioning", conditions={"InstanceExists": "False/InstanceNotCreated", "Drainable": "True",
-                                          "Terminable": "True"}),
+                                          "Terminable": "True"}, calls={"provision": 1}),
     Row("provisioning in progress: requeue as the actuator says, instance id recorded", machine("Provisioning"),
         [Result(requeue_after=7.0)], provision=[CLONING],
         phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
@@ -346,7 +360,7 @@ ROWS = [
         conditions={"InstanceExists": "False/InstanceMissing"},
         annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, calls={"status": 1}, check=_state_unknown),
     Row("a Provisioned Machine that never had an instance goes back to Provisioning", machine("Provisioned"),
-        [None], status=[None], phase="Provisioning", calls={"status": 1}),
+        [Result(requeue=True)], status=[None], phase="Provisioning", calls={"status": 1}),
     # --- deletion ---------------------------------------------------------------------------------------------
     Row("deletion: Deleting, Node cordoned, a PodDisruptionBudget refuses -> Drained=False, retry in 20 s",
         machine("Running", deleting=True, node=True), [Result(requeue_after=20.0)],

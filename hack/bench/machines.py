@@ -22,9 +22,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -64,14 +66,70 @@ class Kubectl:
     def __call__(self, *args: str, input: str | None = None) -> str:
         return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, input=input).stdout
 
-    def phases(self) -> list[str]:
-        # The controller sets Running only once the Machine is linked to its Node (nodeRef). One column, not the
-        # whole objects: at N=1000 this poll must not compete with the controller for the CPU.
-        out = self("-n", NS, "get", "machines", "-o", "custom-columns=P:.status.phase", "--no-headers")
-        return ["" if p == "<none>" else p for p in out.split()]
-
     def node_names(self) -> set[str]:
         return set(self("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split())
+
+
+class PhaseWatch:
+    """The phase of every Machine, from one `kubectl get --watch` streaming a line per change. Listing a thousand
+    Machines every second would cost the API server (and this 2-core machine) a share of what is measured.
+    kubectl writes to a file, never to a pipe: a pipe this process drains late would hold kubectl, and the API
+    server closes a watch that falls behind (kubectl then ends without a word)."""
+
+    def __init__(self, kubectl: Kubectl):
+        self._out = tempfile.NamedTemporaryFile("w+", prefix="omc-bench-watch-", suffix=".txt")
+        self._proc = subprocess.Popen(
+            [*kubectl.base, "-n", NS, "get", "machines", "--watch", "--output-watch-events",
+             "-o", 'jsonpath={.type} {.object.metadata.name} {.object.status.phase}{"\\n"}'],
+            stdout=self._out, stderr=subprocess.PIPE, text=True)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._phases: dict[str, str] = {}
+        self._closed = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        with open(self._out.name) as lines:
+            pending = ""
+            while not self._closed.is_set():
+                chunk = lines.readline()
+                if not chunk:
+                    time.sleep(0.05)
+                    continue
+                pending += chunk
+                if not pending.endswith("\n"):
+                    continue  # a line kubectl is still writing
+                kind, name, *phase = pending.split()
+                pending = ""
+                with self._changed:
+                    if kind == "DELETED":
+                        self._phases.pop(name, None)
+                    else:
+                        self._phases[name] = phase[0] if phase else ""
+                    self._changed.notify_all()
+
+    def wait(self, done: Callable[[list[str]], bool], label: str) -> None:
+        """Until `done(phases)`, telling how it goes every 15 s on stderr; a Failed Machine ends the run."""
+        t0 = shown = time.monotonic()
+        with self._changed:
+            while not done(list(self._phases.values())):
+                phases = list(self._phases.values())
+                if "Failed" in phases:
+                    raise RuntimeError("a Machine failed; see the controller's log")
+                if self._proc.poll() is not None:
+                    raise RuntimeError(f"kubectl get --watch ended ({self._proc.returncode}): "
+                                       f"{self._proc.stderr.read() if self._proc.stderr else ''}")
+                if time.monotonic() - shown >= 15:
+                    shown = time.monotonic()
+                    print(f"  {label} at {shown - t0:.0f} s: " + ", ".join(
+                        f"{p or 'no phase'} {phases.count(p)}" for p in sorted(set(phases))), file=sys.stderr)
+                self._changed.wait(1.0)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._proc.terminate()
+        self._proc.wait()
+        self._out.close()
 
 
 def machine(inst: ovirt_install.Installation, name: str) -> dict:
@@ -89,29 +147,14 @@ def create_all(machines: list[dict], kubeconfig: Path, concurrency: int = 16) ->
         list(pool.map(lambda m: rest.create(MACHINES, m, NS), machines))
 
 
-def _poll_s(n: int) -> float:
-    # Each look lists every Machine through kubectl: at N=1000 looking four times a second would take a core.
-    return 0.25 if n <= 100 else 1.0
-
-
 def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: Floor) -> dict:
     sim.control.reset_counts()
     cpu0 = _proc_cpu_s(ctl.proc.pid)
     names = [f"bench-{n}-{i:03d}" for i in range(n)]
+    watch = PhaseWatch(kubectl)
     t0 = time.monotonic()
     create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
-    shown = t0
-    while True:
-        phases = kubectl.phases()
-        if len(phases) == n and all(p == "Running" for p in phases):
-            break
-        if time.monotonic() - shown >= 15:  # a long run says how it goes, on stderr
-            shown = time.monotonic()
-            print(f"  N={n} at {shown - t0:.0f} s: " + ", ".join(
-                f"{phase or 'no phase'} {phases.count(phase)}" for phase in sorted(set(phases))), file=sys.stderr)
-        if any(p == "Failed" for p in phases):
-            raise RuntimeError("a Machine failed; see " + str(ctl.log_path))
-        time.sleep(_poll_s(n))
+    watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
     create_s = time.monotonic() - t0
     create_counts = sim.control.counts()
     create_requests = sum(create_counts.values())
@@ -120,8 +163,8 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     sim.control.reset_counts()
     t1 = time.monotonic()
     kubectl("-n", NS, "delete", "machines", "--all", "--wait=false")
-    while kubectl.phases():
-        time.sleep(_poll_s(n))
+    watch.wait(lambda phases: not phases, f"N={n} delete")
+    watch.close()
     delete_s = time.monotonic() - t1
     delete_counts = sim.control.counts()
     delete_requests = sum(delete_counts.values())
@@ -155,11 +198,11 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     value.update(cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096, clone=False,
                  affinity_groups_names=[f"{INFRA_ID}-compute"])
     kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+    watch = PhaseWatch(kubectl)
     sim.control.reset_counts()
     t0 = time.monotonic()
     kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], f"--replicas={n}")
-    while not ((p := kubectl.phases()) and len(p) == n and all(x == "Running" for x in p)):
-        time.sleep(0.25)
+    watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"set 0 -> {n}")
     up_s = time.monotonic() - t0
     up_requests = sum(sim.control.counts().values())
 
@@ -175,8 +218,8 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
 
     t1 = time.monotonic()
     kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], "--replicas=0")
-    while kubectl.phases():
-        time.sleep(0.25)
+    watch.wait(lambda phases: not phases, f"set {n} -> 0")
+    watch.close()
     down_s = time.monotonic() - t1
     kubectl("-n", NS, "delete", "machineset", ms["metadata"]["name"])
     return {"n": n, "up_s": up_s, "ratio": up_s / floor.seconds, "req_per_machine": up_requests / n, "down_s": down_s,
@@ -200,7 +243,11 @@ def main() -> int:
     counts = [int(x) for x in args.n.split(",")]
     timings = {"node_heartbeat": args.heartbeat, "node_unknown_after": 2 * args.heartbeat} if args.heartbeat else {}
     work = Path(tempfile.mkdtemp(prefix="omc-bench-"))
-    with LocalControlPlane(work / "plane") as plane:
+    # A kubelet renews its Lease every 10 s and the node lifecycle controller marks a Node unreachable (a taint
+    # and a status write, which wake the controllers watching Nodes) after 50 s without one; the simulated
+    # kubelets renew no Lease, so with a longer heartbeat it is told to wait as long as the simulator does.
+    kcm_args = (f"--node-monitor-grace-period={int(2 * args.heartbeat)}s",) if args.heartbeat else ()
+    with LocalControlPlane(work / "plane", controller_manager_args=kcm_args) as plane:
         kubectl = Kubectl(plane.kubeconfig())
         kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "manager" / "namespace.yaml"))
         kubectl("apply", "-k", str(ovirt_install.REPO / "config" / "crd"))

@@ -91,9 +91,13 @@ def _alive(pid: int) -> bool:
 class LocalControlPlane:
     """One control plane rooted at `directory`. Use as a context manager, or `up()`/`down()` from the CLI."""
 
-    def __init__(self, directory: Path | None = None, binaries: Binaries | None = None):
+    def __init__(self, directory: Path | None = None, binaries: Binaries | None = None,
+                 controller_manager_args: tuple[str, ...] = ()):
+        """`controller_manager_args` are added to kube-controller-manager's (e.g. a benchmark's longer
+        `--node-monitor-grace-period` for simulated kubelets that post status every few minutes)."""
         self.dir = Path(directory or default_dir())
         self._binaries = binaries
+        self._controller_manager_args = controller_manager_args
         self.state: State | None = State.load(self.dir)
 
     # --- public -----------------------------------------------------------------------------------
@@ -261,7 +265,7 @@ class LocalControlPlane:
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
             f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
-            "--controllers=*",
+            "--controllers=*", *self._controller_manager_args,
         ])
 
     # --- readiness --------------------------------------------------------------------------------

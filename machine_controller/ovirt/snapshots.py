@@ -97,26 +97,22 @@ class VmSnapshots:
     def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot:
         with self._guard:
             lock = self._locks.setdefault(cluster_name, threading.Lock())
+        # The list that came is read without the lock: while one caller takes a list, another may be served by
+        # the one before it.
+        snap = self._usable(cluster_name, fresh_after, may_defer)
+        if snap is not None:
+            return snap
         # A caller that can wait is not held while a list is taken (a list of a thousand VMs takes seconds, and
         # every worker of the controller would be held with it): it comes back when the list should have come,
-        # and finds it recent. Callers that cannot wait share the list being taken.
+        # and finds it. Callers that cannot wait share the list being taken.
         if not (may_defer and lock.acquire(blocking=False)):
-            since = self._listing.get(cluster_name) if may_defer else None
-            if since is not None:
-                last = self._snaps.get(cluster_name)
-                expected = since + (last.cost if last is not None else self._max_age) - self._clock()
-                raise NotYet(max(expected, self._max_age / 5))
+            if may_defer:
+                raise NotYet(self._expected_in(cluster_name))
             lock.acquire()
         try:
-            snap = self._snaps.get(cluster_name)
-            now = self._clock()
+            snap = self._usable(cluster_name, fresh_after, may_defer)  # one may have come while we waited
             if snap is not None:
-                recent_until = snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
-                if now <= recent_until:
-                    if snap.started >= fresh_after:
-                        return snap
-                    if may_defer:
-                        raise NotYet(recent_until - now)
+                return snap
             started = self._clock()
             self._listing[cluster_name] = started
             try:
@@ -131,6 +127,33 @@ class VmSnapshots:
             return snap
         finally:
             lock.release()
+
+    def _usable(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot | None:
+        """The newest list when it is recent and newer than `fresh_after`; None when a new one must be taken. A
+        caller that can wait for a newer list than the recent one is told when (NotYet)."""
+        snap = self._snaps.get(cluster_name)
+        if snap is None:
+            return None
+        now = self._clock()
+        recent_until = snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
+        if now > recent_until:
+            return None
+        if snap.started >= fresh_after:
+            return snap
+        if may_defer:
+            since = self._listing.get(cluster_name)
+            if since is not None and since >= fresh_after:
+                raise NotYet(self._expected_in(cluster_name))  # the list being taken will do
+            raise NotYet(recent_until - now)
+        return None
+
+    def _expected_in(self, cluster_name: str) -> float:
+        """Seconds until the list being taken should come (as long as the last one took), at least a moment."""
+        since = self._listing.get(cluster_name)
+        last = self._snaps.get(cluster_name)
+        if since is None:
+            return self._max_age / 5
+        return max(since + (last.cost if last is not None else self._max_age) - self._clock(), self._max_age / 5)
 
 
 def _slim(vm: types.Vm) -> types.Vm:

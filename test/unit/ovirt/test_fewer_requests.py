@@ -209,3 +209,36 @@ def test_a_caller_that_can_wait_is_not_held_while_a_list_is_taken():
         taker.join(5)
     # Back then, it shares the list that came.
     assert snaps.by_id("Default", "vm0", may_defer=True).name == "worker-0" and _HeldList.lists == 1
+
+
+def test_while_a_list_is_taken_the_one_before_it_still_serves_those_it_is_new_enough_for():
+    gate, listing = threading.Event(), threading.Event()
+    now = [100.0]
+
+    class _Lists:
+        lists = 0
+
+        def cluster_vms(self, cluster_name, keep=lambda vm: vm):
+            _Lists.lists += 1
+            if _Lists.lists == 2:  # the second list is held until the test lets it go
+                listing.set()
+                gate.wait(5)
+            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
+
+    snaps = VmSnapshots(_Lists(), max_age_s=10.0, clock=lambda: now[0])
+    snaps.by_id("Default", "vm0")  # the first list, at 100
+    now[0] = 101.0
+    # A status read that needs a list newer than its look at 100.5 takes the second one.
+    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0", fresh_after=100.5))
+    taker.start()
+    try:
+        assert listing.wait(5)
+        # A Machine that acted at 99 is served at once by the first list; one that acted at 100.8 waits for
+        # the list being taken, which started after its action.
+        assert snaps.by_id("Default", "vm0", fresh_after=99.0, may_defer=True).name == "worker-0"
+        with pytest.raises(NotYet):
+            snaps.by_id("Default", "vm0", fresh_after=100.8, may_defer=True)
+    finally:
+        gate.set()
+        taker.join(5)
+    assert _Lists.lists == 2

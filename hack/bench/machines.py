@@ -22,7 +22,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +37,7 @@ from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.controllers.resources import MACHINES
+from machine_controller.runtime.informer import Informer, without_managed_fields
 from machine_controller.runtime.kube import Rest, load_api_client
 
 NS = "openshift-machine-api"
@@ -71,65 +71,35 @@ class Kubectl:
 
 
 class PhaseWatch:
-    """The phase of every Machine, from one `kubectl get --watch` streaming a line per change. Listing a thousand
-    Machines every second would cost the API server (and this 2-core machine) a share of what is measured.
-    kubectl writes to a file, never to a pipe: a pipe this process drains late would hold kubectl, and the API
-    server closes a watch that falls behind (kubectl then ends without a word)."""
+    """The phase of every Machine, from the controller's own kind of informer (list, then watch). Listing a
+    thousand Machines every second would cost the API server (and this 2-core machine) a share of what is
+    measured; `kubectl get --watch` ended without a word when the API server closed its watch as too slow, and
+    the informer resumes a closed watch."""
 
-    def __init__(self, kubectl: Kubectl):
-        self._out = tempfile.NamedTemporaryFile("w+", prefix="omc-bench-watch-", suffix=".txt")
-        self._proc = subprocess.Popen(
-            [*kubectl.base, "-n", NS, "get", "machines", "--watch", "--output-watch-events",
-             "-o", 'jsonpath={.type} {.object.metadata.name} {.object.status.phase}{"\\n"}'],
-            stdout=self._out, stderr=subprocess.PIPE, text=True)
-        self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
-        self._phases: dict[str, str] = {}
-        self._closed = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        with open(self._out.name) as lines:
-            pending = ""
-            while not self._closed.is_set():
-                chunk = lines.readline()
-                if not chunk:
-                    time.sleep(0.05)
-                    continue
-                pending += chunk
-                if not pending.endswith("\n"):
-                    continue  # a line kubectl is still writing
-                kind, name, *phase = pending.split()
-                pending = ""
-                with self._changed:
-                    if kind == "DELETED":
-                        self._phases.pop(name, None)
-                    else:
-                        self._phases[name] = phase[0] if phase else ""
-                    self._changed.notify_all()
+    def __init__(self, kubeconfig: Path):
+        self._informer = Informer(load_api_client(str(kubeconfig)), MACHINES, namespace=NS,
+                                  transform=without_managed_fields)
+        self._informer.start()
+        if not self._informer.wait_for_sync(60):
+            raise RuntimeError("the Machine informer did not sync in 60 s")
 
     def wait(self, done: Callable[[list[str]], bool], label: str) -> None:
         """Until `done(phases)`, telling how it goes every 15 s on stderr; a Failed Machine ends the run."""
         t0 = shown = time.monotonic()
-        with self._changed:
-            while not done(list(self._phases.values())):
-                phases = list(self._phases.values())
-                if "Failed" in phases:
-                    raise RuntimeError("a Machine failed; see the controller's log")
-                if self._proc.poll() is not None:
-                    raise RuntimeError(f"kubectl get --watch ended ({self._proc.returncode}): "
-                                       f"{self._proc.stderr.read() if self._proc.stderr else ''}")
-                if time.monotonic() - shown >= 15:
-                    shown = time.monotonic()
-                    print(f"  {label} at {shown - t0:.0f} s: " + ", ".join(
-                        f"{p or 'no phase'} {phases.count(p)}" for p in sorted(set(phases))), file=sys.stderr)
-                self._changed.wait(1.0)
+        while True:
+            phases = [(m.get("status") or {}).get("phase") or "" for m in self._informer.store.list()]
+            if done(phases):
+                return
+            if "Failed" in phases:
+                raise RuntimeError("a Machine failed; see the controller's log")
+            if time.monotonic() - shown >= 15:
+                shown = time.monotonic()
+                print(f"  {label} at {shown - t0:.0f} s: " + ", ".join(
+                    f"{p or 'no phase'} {phases.count(p)}" for p in sorted(set(phases))), file=sys.stderr)
+            time.sleep(0.2)
 
     def close(self) -> None:
-        self._closed.set()
-        self._proc.terminate()
-        self._proc.wait()
-        self._out.close()
+        self._informer.stop()
 
 
 def machine(inst: ovirt_install.Installation, name: str) -> dict:
@@ -151,7 +121,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     sim.control.reset_counts()
     cpu0 = _proc_cpu_s(ctl.proc.pid)
     names = [f"bench-{n}-{i:03d}" for i in range(n)]
-    watch = PhaseWatch(kubectl)
+    watch = PhaseWatch(kubectl.kubeconfig)
     t0 = time.monotonic()
     create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
     watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
@@ -198,7 +168,7 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     value.update(cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096, clone=False,
                  affinity_groups_names=[f"{INFRA_ID}-compute"])
     kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
-    watch = PhaseWatch(kubectl)
+    watch = PhaseWatch(kubectl.kubeconfig)
     sim.control.reset_counts()
     t0 = time.monotonic()
     kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], f"--replicas={n}")

@@ -39,6 +39,7 @@ from hack.ovirtsim.testing import running_simulator
 from machine_controller.controllers.resources import MACHINES
 from machine_controller.runtime.informer import Informer, without_managed_fields
 from machine_controller.runtime.kube import Rest, load_api_client
+from machine_controller.runtime.logging import configure_logging
 
 NS = "openshift-machine-api"
 INFRA_ID = "bench-x7k2p"
@@ -210,6 +211,7 @@ def main() -> int:
                         help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
     parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
     args = parser.parse_args()
+    configure_logging("warning", sys.stderr)  # the phase informer's own log lines are not figures
     counts = [int(x) for x in args.n.split(",")]
     timings = {"node_heartbeat": args.heartbeat, "node_unknown_after": 2 * args.heartbeat} if args.heartbeat else {}
     work = Path(tempfile.mkdtemp(prefix="omc-bench-"))

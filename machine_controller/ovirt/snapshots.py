@@ -45,8 +45,8 @@ class NotYet(Exception):
 class _Snapshot:
     started: float
     cost: float = 0.0  # seconds the list took: it came at `started + cost`
-    by_id: dict[str, types.Vm] = field(default_factory=dict)
-    by_name: dict[str, list[types.Vm]] = field(default_factory=dict)
+    by_id: dict[str, ListedVm] = field(default_factory=dict)
+    by_name: dict[str, list[ListedVm]] = field(default_factory=dict)
 
 
 class VmSnapshots:
@@ -61,13 +61,13 @@ class VmSnapshots:
         self._snaps: dict[str, _Snapshot] = {}
         self._listing: dict[str, float] = {}  # cluster -> when the list being taken was asked for
 
-    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False) -> types.Vm | None:
+    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False) -> ListedVm | None:
         """The VM as the engine lists it now, or None when the cluster has no VM of that id. With `may_defer`, a
         caller that acted after the recent list raises NotYet instead of taking a list before its time."""
         return self._snapshot(cluster_name, fresh_after, may_defer).by_id.get(vm_id)
 
     def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0,
-                absent_may_be_stale: bool = False) -> list[types.Vm]:
+                absent_may_be_stale: bool = False) -> list[ListedVm]:
         """The VMs of that exact name. With `absent_may_be_stale` (a look before creating), the newest list of the
         cluster answers "none" whatever its age; a VM found always comes from a recent list."""
         if absent_may_be_stale:
@@ -77,13 +77,13 @@ class VmSnapshots:
                 return []
         return self._snapshot(cluster_name, fresh_after, False).by_name.get(name, [])
 
-    def seen(self, vm_id: str | None = None, name: str | None = None, within_s: float = 15.0) -> list[types.Vm]:
+    def seen(self, vm_id: str | None = None, name: str | None = None, within_s: float = 15.0) -> list[ListedVm]:
         """The VMs of that id or exact name in a list of any cluster taken in the last `within_s`, without asking
         the engine: proof that a VM exists and what its id is, never that one is missing."""
         now = self._clock()
         with self._guard:
             snaps = [s for s in self._snaps.values() if now - s.started <= within_s]
-        found: list[types.Vm] = []
+        found: list[ListedVm] = []
         for snap in snaps:
             if vm_id is not None and vm_id in snap.by_id:
                 found.append(snap.by_id[vm_id])
@@ -156,17 +156,61 @@ class VmSnapshots:
         return max(since + (last.cost if last is not None else self._max_age) - self._clock(), self._max_age / 5)
 
 
-def _slim(vm: types.Vm) -> types.Vm:
-    """What the actuator reads of a listed VM, and nothing else: an SDK object carries every attribute of its type
-    (a listed VM with its devices and disks weighs tens of KiB), and a snapshot holds the whole cluster."""
-    return types.Vm(
+@dataclass(frozen=True, slots=True)
+class ListedIp:
+    address: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDevice:
+    name: str | None
+    type: types.ReportedDeviceType | None
+    ips: tuple[ListedIp, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedTag:
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDisk:
+    id: str | None
+    status: types.DiskStatus | None
+    provisioned_size: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedAttachment:
+    id: str | None
+    bootable: bool | None
+    disk: ListedDisk | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedVm:
+    """What the actuator reads of a VM in its cluster's list, under the SDK's names (it reads a VM asked for on
+    its own, a `types.Vm`, the same way), and nothing else: an SDK object has a slot for every attribute of its
+    type (a `types.Vm` with only these set still weighs about 6 KiB, this about half a KiB), and a list holds
+    the whole cluster."""
+
+    id: str | None
+    name: str | None
+    status: types.VmStatus | None
+    tags: tuple[ListedTag, ...] | None
+    reported_devices: tuple[ListedDevice, ...] | None
+    disk_attachments: tuple[ListedAttachment, ...] | None
+
+
+def _slim(vm: types.Vm) -> ListedVm:
+    return ListedVm(
         id=vm.id, name=vm.name, status=vm.status,
-        tags=None if vm.tags is None else [types.Tag(name=t.name) for t in vm.tags],
-        reported_devices=None if vm.reported_devices is None else [
-            types.ReportedDevice(name=d.name, ips=[types.Ip(address=ip.address, version=ip.version) for ip in d.ips or []])
-            for d in vm.reported_devices],
-        disk_attachments=None if vm.disk_attachments is None else [
-            types.DiskAttachment(id=a.id, bootable=a.bootable, disk=None if a.disk is None else types.Disk(
-                id=a.disk.id, status=a.disk.status, provisioned_size=a.disk.provisioned_size))
-            for a in vm.disk_attachments],
+        tags=None if vm.tags is None else tuple(ListedTag(t.name) for t in vm.tags),
+        reported_devices=None if vm.reported_devices is None else tuple(
+            ListedDevice(d.name, d.type, tuple(ListedIp(ip.address) for ip in d.ips or ())) for d in vm.reported_devices),
+        disk_attachments=None if vm.disk_attachments is None else tuple(
+            ListedAttachment(a.id, a.bootable, None if a.disk is None else ListedDisk(
+                a.disk.id, a.disk.status, a.disk.provisioned_size))
+            for a in vm.disk_attachments),
     )
+

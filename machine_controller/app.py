@@ -26,7 +26,7 @@ from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.instances import OvirtInstances
 from machine_controller.ovirt.power import OvirtPower
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Informer, without_managed_fields
+from machine_controller.runtime.informer import Informer, compact
 from machine_controller.runtime.kube import Rest, load_api_client
 from machine_controller.runtime.leader_election import LeaderElectionConfig
 from machine_controller.runtime.logging import configure_logging
@@ -78,9 +78,9 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     # No reader of Machines or Nodes looks at managedFields (the capacity controller reads a MachineSet's own).
     machines = manager.add_informer(Informer(api, MACHINES, namespace=config.namespace or None,
                                              resync_period=config.resync_s, indexers=indexers,
-                                             transform=without_managed_fields))
+                                             transform=compact))
     nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
-                                          transform=without_managed_fields))
+                                          transform=compact))
 
     # One MachineSet informer for the MachineSet and capacity controllers, made only if one of them runs; it keeps
     # managedFields (the capacity controller reads which annotations it owns).

@@ -37,7 +37,7 @@ from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.controllers.resources import MACHINES
-from machine_controller.runtime.informer import Informer, without_managed_fields
+from machine_controller.runtime.informer import Informer, compact
 from machine_controller.runtime.kube import Rest, load_api_client
 from machine_controller.runtime.logging import configure_logging
 
@@ -79,7 +79,7 @@ class PhaseWatch:
 
     def __init__(self, kubeconfig: Path):
         self._informer = Informer(load_api_client(str(kubeconfig)), MACHINES, namespace=NS,
-                                  transform=without_managed_fields)
+                                  transform=compact)
         self._informer.start()
         if not self._informer.wait_for_sync(60):
             raise RuntimeError("the Machine informer did not sync in 60 s")

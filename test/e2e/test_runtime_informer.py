@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
-from machine_controller.runtime.informer import Informer, without_managed_fields
+from machine_controller.runtime.informer import Informer, compact
 from machine_controller.runtime.kube import CONFIG_MAPS, Resource, Rest, object_key
 from machine_controller.runtime.testing import wait_until
 
@@ -179,7 +179,7 @@ def test_custom_resources_are_informed_as_plain_dicts(cluster, namespace, rest, 
 def test_a_transform_trims_what_is_cached_listed_and_watched_alike(cluster, namespace, rest, informers):
     rest.create(CONFIG_MAPS, configmap(namespace, "listed"), namespace)
     informer = Informer(cluster.api_client(), CONFIG_MAPS, namespace=namespace, label_selector=LABEL,
-                        transform=without_managed_fields)
+                        transform=compact)
     recorder = Recorder().attach(informer)
     informers.append(informer)
     informer.start()

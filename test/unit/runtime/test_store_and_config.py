@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from machine_controller.runtime.informer import Store
+from machine_controller.runtime.informer import Store, compact
 from machine_controller.runtime.kube import NODES, Resource, object_key, split_key
 from machine_controller.runtime.leader_election import LeaderElectionConfig
 
@@ -53,3 +55,19 @@ def test_leader_election_config_rejects_unsafe_durations() -> None:
         LeaderElectionConfig("ns", "l", "me", lease_duration=10, renew_deadline=5, retry_period=5)
     with pytest.raises(ValueError):
         LeaderElectionConfig("ns", "l", "")
+
+
+def test_compact_drops_managed_fields_and_shares_repeated_strings_without_changing_the_object():
+    text = json.dumps({"metadata": {"name": "worker-0", "namespace": "openshift-machine-api",
+                                    "managedFields": [{"manager": "kubectl"}],
+                                    "annotations": {"note": "x" * 100}},
+                       "status": {"conditions": [{"type": "Ready", "status": "True"}], "replicas": 3}})
+    a, b = compact(json.loads(text)), compact(json.loads(text))
+    expected = json.loads(text)
+    del expected["metadata"]["managedFields"]
+    assert a == expected and b == expected
+    # Equal keys and short values are one object in both; a long value is not kept alive in the intern table.
+    assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert next(iter(a["status"])) is next(iter(b["status"]))
+    assert a["status"]["conditions"][0]["status"] is b["status"]["conditions"][0]["status"]
+    assert a["metadata"]["annotations"]["note"] is not b["metadata"]["annotations"]["note"]

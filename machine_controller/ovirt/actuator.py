@@ -143,6 +143,10 @@ class OvirtActuator:
         self._configured: set[str] = set()  # VMs whose NICs, tag and affinity groups were set
         self._removed: set[str] = set()  # VMs whose removal the engine accepted
         self._no_ip: dict[str, float] = {}  # running VMs seen without an address -> when
+        # Machine (namespace/name) -> the VM created for it, until the Machine's cached copy shows the id: a look
+        # soon after the create may read a cache without that write yet, and would otherwise create again (a
+        # 409 for the name, then an adoption).
+        self._created: dict[str, str] = {}
 
     # --- spec ---------------------------------------------------------------------------------------------------
     def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
@@ -170,7 +174,7 @@ class OvirtActuator:
         cluster = self._cluster_of(machine)
         if cluster is None:
             return self._find_directly(machine)
-        known = vm_id_of(machine)
+        known = self._known_id(machine)
         if known:
             vm = self.snapshots.by_id(cluster.name, known, self._acted.get(known, 0.0), may_defer)
             if vm is None and known not in self._removed:  # absent from a list newer than our removal: gone
@@ -201,6 +205,14 @@ class OvirtActuator:
         cluster = self._lookups.cluster(spec.cluster_id)
         return cluster if cluster is not None and cluster.name else None
 
+    def _known_id(self, machine: Machine) -> str | None:
+        key = f"{machine.metadata.namespace}/{machine.metadata.name}"
+        recorded = vm_id_of(machine)
+        if recorded:
+            self._created.pop(key, None)
+            return recorded
+        return self._created.get(key)
+
     def _acted_on(self, vm_id: str) -> None:
         self._acted[vm_id] = self.snapshots.now()
 
@@ -218,13 +230,13 @@ class OvirtActuator:
     # --- provisioning -------------------------------------------------------------------------------------------
     def provision(self, machine: Machine) -> Progress:
         spec = self.spec_of(machine)
-        early = self._polls.early("provision", vm_id_of(machine))
+        early = self._polls.early("provision", self._known_id(machine))
         if early is not None:
             return early
         try:
             return self._polls.plan("provision", self._provision(machine, spec))
         except NotYet as e:
-            return self._polls.plan("provision", _next_list(machine, e))
+            return self._polls.plan("provision", _next_list(machine, e, self._known_id(machine)))
         except (NotFoundError, BadRequestError):
             # Something we kept (a template, a group) may be gone or recreated: look everything up again.
             self._lookups.forget()
@@ -302,7 +314,9 @@ class OvirtActuator:
             existing = self.client.vm_by_name(name)
             if existing is None:
                 raise
+            self._created[f"{machine.metadata.namespace}/{name}"] = existing.id
             return existing
+        self._created[f"{machine.metadata.namespace}/{name}"] = created.id
         self._acted_on(created.id)
         log.info("created VM", vm_id=created.id, template=spec.template_name)
         return created
@@ -419,12 +433,13 @@ class OvirtActuator:
         try:
             return self._polls.plan("delete", self._delete(machine))
         except NotYet as e:
-            return self._polls.plan("delete", _next_list(machine, e))
+            return self._polls.plan("delete", _next_list(machine, e, self._known_id(machine)))
 
     def _delete(self, machine: Machine) -> Progress:
         vm = self.find_vm(machine, may_defer=True)
         if vm is None:
             self._forget(vm_id_of(machine))
+            self._created.pop(f"{machine.metadata.namespace}/{machine.metadata.name}", None)
             return Progress(done=True)
         status = vm.status
         if status == types.VmStatus.DOWN:
@@ -464,10 +479,10 @@ def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[typ
             f"the template's OS disk size, {_gib(current)} GiB (oVirt cannot shrink a disk)")
 
 
-def _next_list(machine: Machine, e: NotYet) -> Progress:
+def _next_list(machine: Machine, e: NotYet, vm_id: str | None) -> Progress:
     # The Machine's last action is newer than the cluster's recent list: looked at again with the next one.
     return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S, waiting_for="the next list of the VMs",
-                    instance_id=vm_id_of(machine),
+                    instance_id=vm_id,
                     instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE))
 
 

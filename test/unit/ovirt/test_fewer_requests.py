@@ -243,3 +243,25 @@ def test_while_a_list_is_taken_the_one_before_it_still_serves_those_it_is_new_en
         gate.set()
         taker.join(5)
     assert _Lists.lists == 2
+
+
+def test_a_look_from_a_cache_without_the_vm_id_yet_finds_the_vm_just_created(sim_and_client):
+    """The Machine's next look may read a cached copy older than the write that recorded its VM's id: the
+    actuator remembers what it created, so it neither creates again nor meets the engine's 409."""
+    from api.machine import Machine
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        as_cached = ovirt_install.machine_for(inst, "ns", "worker-b", affinity_groups_names=None)
+        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}')
+        first = actuator.provision(Machine.from_dict(as_cached))
+        time.sleep(first.requeue_after)
+        again = actuator.provision(Machine.from_dict(as_cached))  # no VmId annotation: the cache is behind
+        assert again.instance_id == first.instance_id
+        assert sim.control.counts().get("POST /vms") == 1
+        assert [v.id for v in conn.system_service().vms_service().list(search="name=worker-b")] == [first.instance_id]
+    finally:
+        conn.close()

@@ -191,7 +191,7 @@ class ListedAttachment:
 class ListedVm:
     """What the actuator reads of a VM in its cluster's list, under the SDK's names (it reads a VM asked for on
     its own, a `types.Vm`, the same way), and nothing else: an SDK object has a slot for every attribute of its
-    type (a `types.Vm` with only these set still weighs about 6 KiB, this about half a KiB), and a list holds
+    type (a `types.Vm` with only these set still weighs about 6 KiB, this about 0.7 KiB), and a list holds
     the whole cluster."""
 
     id: str | None

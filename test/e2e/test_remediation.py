@@ -52,7 +52,23 @@ def _wait(predicate, what: str, timeout: float, menv, interval: float = 0.3):
         if last:
             return last
         time.sleep(interval)
-    raise AssertionError(f"{what} not reached in {timeout}s\n{menv.controller_logs()}")
+    raise AssertionError(f"{what} not reached in {timeout}s\n{_state(menv)}\n{menv.controller_logs()}")
+
+
+def _state(menv) -> str:
+    """What a failed wait leaves to read: each request's status and each Node's Ready condition and taints."""
+    lines, names = [], set()
+    requests = menv.cluster.kubectl("-n", menv.namespace, "get", "ovirtremediation", "-o", "json", check=False)
+    for r in json.loads(requests.stdout or "{}").get("items", []) if requests.returncode == 0 else []:
+        lines.append(f"request {r['metadata']['name']}: {json.dumps(r.get('status'))}")
+        names.add((r.get("status") or {}).get("nodeName") or r["metadata"]["name"])
+    nodes = menv.cluster.kubectl("get", "nodes", "-o", "json", check=False)
+    for n in json.loads(nodes.stdout or "{}").get("items", []) if nodes.returncode == 0 else []:
+        if n["metadata"]["name"] not in names:
+            continue
+        ready = next((c for c in n["status"].get("conditions", []) if c["type"] == "Ready"), None)
+        lines.append(f"node {n['metadata']['name']}: Ready {json.dumps(ready)} taints {sorted(_taint_keys(n))}")
+    return "\n".join(lines)
 
 
 def _request(menv, machine: str, **spec) -> None:

@@ -206,12 +206,11 @@ class OvirtActuator:
         return cluster if cluster is not None and cluster.name else None
 
     def _known_id(self, machine: Machine) -> str | None:
-        key = f"{machine.metadata.namespace}/{machine.metadata.name}"
         recorded = vm_id_of(machine)
         if recorded:
-            self._created.pop(key, None)
+            self._created.pop(machine.key, None)
             return recorded
-        return self._created.get(key)
+        return self._created.get(machine.key)
 
     def _acted_on(self, vm_id: str) -> None:
         self._acted[vm_id] = self.snapshots.now()
@@ -314,9 +313,9 @@ class OvirtActuator:
             existing = self.client.vm_by_name(name)
             if existing is None:
                 raise
-            self._created[f"{machine.metadata.namespace}/{name}"] = existing.id
+            self._created[machine.key] = existing.id
             return existing
-        self._created[f"{machine.metadata.namespace}/{name}"] = created.id
+        self._created[machine.key] = created.id
         self._acted_on(created.id)
         log.info("created VM", vm_id=created.id, template=spec.template_name)
         return created
@@ -439,7 +438,7 @@ class OvirtActuator:
         vm = self.find_vm(machine, may_defer=True)
         if vm is None:
             self._forget(vm_id_of(machine))
-            self._created.pop(f"{machine.metadata.namespace}/{machine.metadata.name}", None)
+            self._created.pop(machine.key, None)
             return Progress(done=True)
         status = vm.status
         if status == types.VmStatus.DOWN:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import structlog
 
-from machine_controller.runtime.controller import Controller, Result, when_changed, enqueue_object
+from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_object, unless_own_write,
+                                                   when_changed)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_not_found
@@ -31,7 +32,8 @@ class NodeInstanceReconciler:
         self._nodes = nodes
         self._instances = instances
         self._events = events
-        self._written: dict[str, str] = {}  # Node -> resourceVersion of our providerID write
+        # The echo of our providerID write: its instance was found a moment ago.
+        self.own_writes = OwnWrites()
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)
@@ -41,14 +43,11 @@ class NodeInstanceReconciler:
         pid = (node.get("spec") or {}).get("providerID") or ""
         if pid and not self._instances.owns(pid):
             return None  # another provider's Node
-        if self._written.pop(name, None) == node["metadata"].get("resourceVersion"):
-            return None  # the echo of our own providerID write: its instance was found a moment ago
         instance = self._instances.find(name, pid or None)
         if not pid:
             if instance is None:
                 return None  # not an instance of ours (yet); a later Node event brings us back
-            updated = self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}})
-            self._written[name] = (updated.get("metadata") or {}).get("resourceVersion") or ""
+            self.own_writes.record(self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}}))
             log.info("set node providerID", node=name, provider_id=instance.provider_id)
             return None
         if instance is None:
@@ -70,7 +69,8 @@ def add_node_instance_controller(manager: Manager, rest: Rest, nodes: Informer, 
     """A Node is looked up when it appears, when its providerID or readiness changes (an instance that stopped
     or vanished makes its Node NotReady/Unknown), and at every resync; heartbeats alone do not cost a lookup."""
     reconciler = NodeInstanceReconciler(rest, nodes.store, instances, events)
-    nodes.add_handler(when_changed(enqueue_object(queue), ("spec", "providerID"), node_ready))
+    nodes.add_handler(unless_own_write(when_changed(enqueue_object(queue), ("spec", "providerID"), node_ready),
+                                       reconciler.own_writes))
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
                                       registry=manager.registry))
     return reconciler

@@ -59,6 +59,8 @@ def test_a_new_node_gets_the_provider_id_of_the_instance_of_its_name():
     assert api.object(NODES, NODE)["spec"]["providerID"] == PID
     assert instances.seen == [("find", (NODE, None))]
     assert events.recorded == []
+    # The write's own event is its echo: it queues no second lookup.
+    assert reconciler.own_writes.is_echo(api.object(NODES, NODE))
 
 
 def test_a_node_with_no_instance_of_its_name_is_left_alone():

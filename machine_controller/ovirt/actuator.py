@@ -20,6 +20,7 @@ import ovirtsdk4.types as types
 import structlog
 
 from api import keys
+from api.ids import is_ovirt_id, provider_id, vm_id_from_provider_id
 from api.field_errors import InvalidProviderSpec
 from api.machine import Machine
 from api.meta import NodeAddress
@@ -37,7 +38,6 @@ from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
 
 log = structlog.get_logger(__name__)
 
-PROVIDER_ID_PREFIX = "ovirt://"
 # Auto-pinning (the autopincpuandnumanodes action with resize_and_pin) came with engine 4.4.5 (BZ 1941334).
 AUTO_PINNING_MIN_ENGINE = (4, 4, 5)
 
@@ -106,17 +106,13 @@ class _PollBackoff:
                 self._planned.pop((verb, vm_id or ""), None)
 
 
-def provider_id(vm_id: str) -> str:
-    return PROVIDER_ID_PREFIX + vm_id
-
-
 def vm_id_of(machine: Machine) -> str | None:
-    """The VM id the Machine already knows, from the VmId annotation or the providerID."""
+    """The VM id the Machine already knows, from the VmId annotation or the providerID; a value that is no engine
+    id names nothing (api/ids.py)."""
     annotated = machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)
-    if annotated:
+    if is_ovirt_id(annotated):
         return annotated
-    pid = machine.spec.provider_id or ""
-    return pid[len(PROVIDER_ID_PREFIX):] if pid.startswith(PROVIDER_ID_PREFIX) else None
+    return vm_id_from_provider_id(machine.spec.provider_id)
 
 
 class OvirtActuator:

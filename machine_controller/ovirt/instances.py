@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ovirtsdk4.types as types
 
+from api.ids import is_ovirt_provider_id, provider_id, vm_id_from_provider_id
 from machine_controller.controllers.actuator import NodeInstance
 
-from .actuator import PROVIDER_ID_PREFIX, provider_id
 from .client import OvirtClient
 from .snapshots import VmSnapshots
 
@@ -17,7 +17,7 @@ class OvirtInstances:
         self._snapshots = snapshots
 
     def owns(self, pid: str) -> bool:
-        return pid.startswith(PROVIDER_ID_PREFIX)
+        return is_ovirt_provider_id(pid)
 
     def find(self, node_name: str, pid: str | None) -> NodeInstance | None:
         """By VM id first; by the Node's name only as a fallback, so a VM is reported gone only when it is
@@ -27,8 +27,9 @@ class OvirtInstances:
         Machine waited on it there): that list says which VM it is, so naming a Node costs the engine nothing.
         Whether a known VM still exists or runs is always asked of the engine."""
         vm = None
-        if pid and self.owns(pid):
-            vm = self._client.vm(pid[len(PROVIDER_ID_PREFIX):])
+        vm_id = vm_id_from_provider_id(pid)
+        if vm_id:
+            vm = self._client.vm(vm_id)
         if vm is None:
             vm = (None if pid else self._seen(name=node_name)) or self._client.vm_by_name(node_name)
         if vm is None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ovirtsdk4.types as types
 
+from api.ids import vm_id_from_provider_id
 from machine_controller.controllers.actuator import Power, PowerState
 
-from .actuator import PROVIDER_ID_PREFIX
 from .client import OvirtClient
 
 _STATES = {
@@ -30,9 +30,10 @@ class OvirtPower:
 
     @staticmethod
     def _vm_id(provider_id: str) -> str:
-        if not provider_id.startswith(PROVIDER_ID_PREFIX):
+        vm_id = vm_id_from_provider_id(provider_id)
+        if vm_id is None:
             raise ValueError(f"not an oVirt providerID: {provider_id!r}")
-        return provider_id[len(PROVIDER_ID_PREFIX):]
+        return vm_id
 
     def power(self, provider_id: str) -> Power | None:
         vm = self._client.vm(self._vm_id(provider_id))

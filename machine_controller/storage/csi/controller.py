@@ -15,10 +15,12 @@ from typing import Any, Iterator
 
 import grpc
 
+from api.ids import is_ovirt_id
 from machine_controller.ovirt.errors import ConflictError, NotFoundError
 
 from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi, status_of as disk_status
-from .errors import CsiError, invalid, is_ovirt_id, not_found, require, rpc
+
+from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import check_capabilities, description_for, fits, is_block, parameters, size_for, unsupported
 
 # Never wait for a disk past this, whatever deadline the caller gave (a sidecar without --timeout gives none).

@@ -8,7 +8,6 @@ the CSI spec names, so the sidecars retry what is transient and report what is n
 from __future__ import annotations
 
 import functools
-import re
 from typing import Any, Callable
 
 import grpc
@@ -22,7 +21,6 @@ from ..disks import DiskIllegal, DiskLocked
 from ..flexvolume import Failure
 
 log = get_logger(__name__)
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
 class CsiError(Exception):
@@ -46,12 +44,6 @@ def require(request: Any, *fields: str) -> None:
 
 def not_found(message: str) -> CsiError:
     return CsiError(grpc.StatusCode.NOT_FOUND, message)
-
-
-def is_ovirt_id(value: str) -> bool:
-    """Volume ids are disk ids and node ids VM ids: engine UUIDs. Anything else names nothing of ours, so it is
-    answered without asking the engine (which would refuse a malformed id with 400, not 404)."""
-    return bool(_UUID.match(value or ""))
 
 
 def status_of(err: BaseException) -> tuple[grpc.StatusCode, str]:

@@ -36,6 +36,8 @@ class MHCConditionReason(StrEnum):
     TOO_MANY_UNHEALTHY = "TooManyUnhealthy"
     EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND = "ExternalRemediationTemplateNotFound"
     EXTERNAL_REMEDIATION_REQUEST_CREATION_FAILED = "ExternalRemediationRequestCreationFailed"
+    # The template's kind is no registered remediator (docs/architecture.md#acting-only-on-what-is-ours).
+    REMEDIATION_TEMPLATE_NOT_REGISTERED = "RemediationTemplateNotRegistered"
 
 
 @dataclass

@@ -6,7 +6,8 @@ has no Node `nodeStartupTimeout` after its status was last updated. A target wit
 counts as unhealthy too, so a remediation in flight uses up the budget until it ends (docs/fencing.md). With more
 unhealthy targets than `maxUnhealthy` allows, nothing is remediated. Remediation is the deletion of a Machine a
 MachineSet owns, or, with `spec.remediationTemplate`, a request created from the template and deleted once the
-target is healthy again.
+target is healthy again. A template is used only when its kind is a registered remediator (`remediators.py`);
+any other is refused on the check's `RemediationAllowed` condition, and nothing is created or deleted for it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
 from .node_status import node_ready
+from .remediators import CLUSTER_ROLES, REMEDIATOR_SELECTOR, RemediationKinds, TemplateRefused, remediation_kinds
 from .resources import MACHINEHEALTHCHECKS, MACHINES
 
 log = structlog.get_logger(__name__)
@@ -61,12 +63,14 @@ class _Verdict:
 
 
 class MachineHealthCheckReconciler:
-    def __init__(self, rest: Rest, checks: Store, machines: Store, nodes: Store, events: EventRecorder,
-                 registry: CollectorRegistry | None = None, clock: Callable[[], dt.datetime] = now):
+    def __init__(self, rest: Rest, checks: Store, machines: Store, nodes: Store, remediators: Store,
+                 events: EventRecorder, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], dt.datetime] = now):
         self._rest = rest
         self._checks = checks
         self._machines = machines
         self._nodes = nodes
+        self._remediators = remediators  # the ClusterRoles that register remediators (remediators.py)
         self._events = events
         self._clock = clock
         self._metrics = _Metrics(registry)
@@ -111,7 +115,11 @@ class MachineHealthCheckReconciler:
             self._events.warning(obj, "ReconcileError", f"invalid selector: {e}")
             raise TerminalError(f"invalid selector: {e}") from None
         verdicts = [self._judge(mhc, m) for m in targets]
-        requests = self._open_requests(mhc, namespace)
+        try:
+            kinds = remediation_kinds(mhc, self._remediators.list())
+        except TemplateRefused as e:
+            return self._refuse_template(obj, mhc, verdicts, str(e))
+        requests = self._open_requests(kinds, namespace)
         healthy = [v for v in verdicts if self._counts_healthy(v, requests)]
         unhealthy = [v for v in verdicts if v.unhealthy]
         expected = len(verdicts)
@@ -139,13 +147,26 @@ class MachineHealthCheckReconciler:
         self._write_status(obj, mhc, expected, len(healthy), max(allowed - unhealthy_count, 0),
                            true_condition(MHCConditionType.REMEDIATION_ALLOWED))
         for v in unhealthy:
-            self._remediate(obj, mhc, v, requests)
-        if mhc.spec.remediation_template is not None:
+            self._remediate(obj, mhc, kinds, v, requests)
+        if kinds is not None:
             for v in verdicts:
                 if not v.unhealthy and v.recheck_s is None:
-                    self._close_request(mhc, v.machine, requests)
+                    self._close_request(kinds, v.machine, requests)
         after = self._recheck(verdicts)
         return Result(requeue_after=after) if after else None
+
+    def _refuse_template(self, obj: dict, mhc: MachineHealthCheck, verdicts: list[_Verdict],
+                         message: str) -> Result | None:
+        """Nothing is remediated, nothing of the template's kinds is read, created or deleted: the check waits for
+        an edit, or for a remediator's ClusterRole to appear (its watch enqueues every check)."""
+        self._metrics.short_circuit.labels(mhc.metadata.name, mhc.metadata.namespace).set(0)
+        self._events.warning(obj, "RemediationTemplateRefused", message)
+        healthy = [v for v in verdicts if self._counts_healthy(v, set())]
+        self._write_status(obj, mhc, len(verdicts), len(healthy), 0, false_condition(
+            MHCConditionType.REMEDIATION_ALLOWED, MHCConditionReason.REMEDIATION_TEMPLATE_NOT_REGISTERED,
+            ConditionSeverity.WARNING, message))
+        log.warning("remediation template refused", why=message)
+        return None  # not retried: an edit of the check, or a remediator's ClusterRole, enqueues it
 
     # --- health -------------------------------------------------------------------------------------------------
     def _judge(self, mhc: MachineHealthCheck, obj: dict) -> _Verdict:
@@ -201,12 +222,13 @@ class MachineHealthCheckReconciler:
         return min(waits) if waits else None
 
     # --- remediation --------------------------------------------------------------------------------------------
-    def _remediate(self, obj: dict, mhc: MachineHealthCheck, v: _Verdict, requests: set[str]) -> None:
+    def _remediate(self, obj: dict, mhc: MachineHealthCheck, kinds: RemediationKinds | None, v: _Verdict,
+                   requests: set[str]) -> None:
         meta = v.machine["metadata"]
         name = meta["name"]
-        if mhc.spec.remediation_template is not None:
+        if kinds is not None:
             if name not in requests:
-                self._open_request(obj, mhc, v)
+                self._open_request(obj, mhc, kinds, v)
             return
         if meta.get("deletionTimestamp"):
             return
@@ -225,41 +247,24 @@ class MachineHealthCheckReconciler:
         self._events.normal(v.machine, "MachineDeleted", f"Machine {name} deleted: {v.unhealthy}")
         log.info("remediated by deletion", machine=name, why=v.unhealthy)
 
-    def _request_resource(self, mhc: MachineHealthCheck) -> tuple[Resource, str, str] | None:
-        ref = mhc.spec.remediation_template
-        if ref is None or not ref.kind.endswith("Template"):
-            return None
-        group, _, version = ref.api_version.rpartition("/")
-        kind = ref.kind[: -len("Template")]
-        # The plural as controller-runtime's RESTMapper guesses it for a kind without a special form.
-        return Resource(group, version, kind.lower() + "s", kind), group, ref.kind
-
-    def _open_requests(self, mhc: MachineHealthCheck, namespace: str) -> set[str]:
-        res = self._request_resource(mhc)
-        if res is None:
+    def _open_requests(self, kinds: RemediationKinds | None, namespace: str) -> set[str]:
+        if kinds is None:
             return set()
         try:
-            items = self._rest.request("GET", res[0].path(namespace)).get("items") or []
+            items = self._rest.request("GET", kinds.request.path(namespace)).get("items") or []
         except Exception as e:
             if is_not_found(e):
                 return set()
             raise
         return {i["metadata"]["name"] for i in items if not i["metadata"].get("deletionTimestamp")}
 
-    def _open_request(self, obj: dict, mhc: MachineHealthCheck, v: _Verdict) -> None:
+    def _open_request(self, obj: dict, mhc: MachineHealthCheck, kinds: RemediationKinds, v: _Verdict) -> None:
         ref = mhc.spec.remediation_template
-        res = self._request_resource(mhc)
+        assert ref is not None  # kinds come from it
         meta = v.machine["metadata"]
-        if res is None:
-            self._set_condition(obj, mhc, false_condition(
-                MHCConditionType.EXTERNAL_REMEDIATION_TEMPLATE_AVAILABLE,
-                MHCConditionReason.EXTERNAL_REMEDIATION_TEMPLATE_NOT_FOUND, ConditionSeverity.ERROR,
-                f"{ref.kind if ref else '?'} is not a remediation template kind"))
-            return
-        resource, group, template_kind = res
-        template_res = Resource(group, resource.version, template_kind.lower() + "s", template_kind)
+        resource, group, template_kind = kinds.request, kinds.group, kinds.template.kind
         try:
-            template = self._rest.get(template_res, ref.name, meta["namespace"])
+            template = self._rest.get(kinds.template, ref.name, meta["namespace"])
         except Exception as e:
             if not is_not_found(e):
                 raise
@@ -289,17 +294,17 @@ class MachineHealthCheckReconciler:
         self._events.normal(v.machine, "ExternalRemediationRequested",
                             f"{resource.kind} {meta['name']} created: {v.unhealthy}")
 
-    def _close_request(self, mhc: MachineHealthCheck, machine: dict, requests: set[str]) -> None:
+    def _close_request(self, kinds: RemediationKinds, machine: dict, requests: set[str]) -> None:
         name = machine["metadata"]["name"]
-        res = self._request_resource(mhc)
-        if res is None or name not in requests:
+        if name not in requests:
             return
         try:
-            self._rest.delete(res[0], name, machine["metadata"]["namespace"])
+            self._rest.delete(kinds.request, name, machine["metadata"]["namespace"])
         except Exception as e:
             if not is_not_found(e):
                 raise
-        self._events.normal(machine, "ExternalRemediationCompleted", f"{res[0].kind} {name} deleted: healthy again")
+        self._events.normal(machine, "ExternalRemediationCompleted",
+                            f"{kinds.request.kind} {name} deleted: healthy again")
 
     # --- status -------------------------------------------------------------------------------------------------
     def _write_status(self, obj: dict, mhc: MachineHealthCheck, expected: int, healthy: int, allowed: int,
@@ -334,9 +339,14 @@ def add_machinehealthcheck_controller(manager: Manager, api: Any, rest: Rest, ma
     """Checks are looked at when they change, when a Machine they may select changes, and when a Node's readiness
     or conditions change (heartbeats alone do not wake them)."""
     checks = manager.add_informer(Informer(api, MACHINEHEALTHCHECKS, namespace=namespace, resync_period=resync_s))
-    reconciler = MachineHealthCheckReconciler(rest, checks.store, machines.store, nodes.store, events,
-                                              registry=manager.registry)
+    remediators = manager.add_informer(Informer(api, CLUSTER_ROLES, label_selector=REMEDIATOR_SELECTOR,
+                                                resync_period=resync_s))
+    reconciler = MachineHealthCheckReconciler(rest, checks.store, machines.store, nodes.store, remediators.store,
+                                              events, registry=manager.registry)
     checks.add_handler(enqueue_object(queue))
+    # A remediator installed or removed changes which templates are obeyed: every check with one looks again.
+    remediators.add_handler(enqueue_mapped(queue, lambda _role: [
+        object_key(c) for c in checks.store.list() if (c.get("spec") or {}).get("remediationTemplate")]))
     machines.add_handler(enqueue_mapped(queue, reconciler.checks_for_machine))
 
     def conditions(node: dict) -> Any:

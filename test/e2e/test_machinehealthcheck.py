@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import yaml
 
 from api.remediation import API_VERSION
 from hack import ovirt_install
 from machines import DROP_IN, STANDALONE, both_modes, unique_name
-from test_remediation import _counts, _events, _node, _ready, _remediation, _wait
+from test_remediation import _counts, _events, _node, _pod, _ready, _remediation, _wait
+
+REPO = Path(__file__).resolve().parents[2]
+# What an admin applies when installing this project's remediator (docs/architecture.md#acting-only-on-what-is-ours):
+# the ClusterRole that registers OvirtRemediationTemplate/OvirtRemediation with the ext-remediation aggregation.
+REMEDIATOR_ROLE = REPO / "config" / "rbac" / "remediation" / "ext_remediation_aggregate.yaml"
 
 CONDITIONS = [{"type": "Ready", "status": "Unknown", "timeout": "5s"},
               {"type": "Ready", "status": "False", "timeout": "5s"}]
@@ -81,6 +87,7 @@ def test_crashed_vm_is_replaced_by_default(menv):
 @both_modes
 def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
     menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
+    menv.cluster.kubectl("apply", "-f", str(REMEDIATOR_ROLE))
     menv.controller()
     set_name = unique_name("fenceset")
     _machineset(menv, set_name, 1)
@@ -117,6 +124,53 @@ def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
     if menv.mode == STANDALONE:  # this project's health check says so in events; MAO's sends none for requests
         assert _events(menv, name, "ExternalRemediationRequested")
         assert _events(menv, name, "ExternalRemediationCompleted")
+
+
+def _condition(menv, check: str, ctype: str) -> dict | None:
+    return next((c for c in _mhc_status(menv, check).get("conditions", []) if c["type"] == ctype), None)
+
+
+def test_a_template_of_a_kind_no_remediator_registers_is_refused_and_touches_nothing(menv):
+    """A PodTemplate as remediation template: the controller's own rights (it deletes Pods when it fences) must not
+    be lent to it. Nothing of the derived kind is created or deleted, the check says why, and the crashed Machine
+    is left as it is (docs/architecture.md#acting-only-on-what-is-ours)."""
+    menv.controller()
+    set_name = unique_name("podtplset")
+    _machineset(menv, set_name, 1)
+    machine = _running(menv, set_name, 1)[0]
+    name = machine["metadata"]["name"]
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "not-a-remediator",
+                                                                        "namespace": menv.namespace},
+                "template": {"spec": {"containers": [{"name": "c", "image": "registry.invalid/none"}]}}}
+    # Pending for good (no Node has the label): no kubelet or eviction has a say in whether it survives.
+    bystander = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": menv.namespace},
+                 "spec": {"nodeSelector": {"e2e.example.com/nowhere": "true"},
+                          "containers": [{"name": "c", "image": "registry.invalid/none"}]}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([template, bystander]))
+    uid = _pod(menv, name)["metadata"]["uid"]
+    _mhc(menv, "podtpl", set_name, remediationTemplate={"apiVersion": "v1", "kind": "PodTemplate",
+                                                        "name": "not-a-remediator"})
+
+    def refused():
+        c = _condition(menv, "podtpl", "RemediationAllowed")
+        return c if c and c["status"] == "False" and c["reason"] == "RemediationTemplateNotRegistered" else None
+    cond = _wait(refused, "RemediationAllowed=False naming the unregistered template", 60, menv)
+    assert "PodTemplate" in cond["message"], cond
+    assert _events(menv, "podtpl", "RemediationTemplateRefused")
+
+    menv.sim.control.crash_vm(machine["metadata"]["annotations"]["VmId"])
+    _wait(lambda: _ready(_node(menv, machine["status"]["nodeRef"]["name"])) != "True", "the Node not Ready", 60,
+          menv)
+    # Nothing may happen, so there is no condition to wait on: wait past the 5 s condition timeout, after which a
+    # request would have been made, and look.
+    time.sleep(8)
+    pod = _pod(menv, name)
+    assert pod is not None and pod["metadata"]["uid"] == uid and not pod["metadata"].get("deletionTimestamp")
+    pods = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "pods", "-o", "json").stdout)["items"]
+    assert [p["metadata"]["name"] for p in pods] == [name]
+    assert [m["metadata"]["name"] for m in _machines(menv, set_name)] == [name]
+    assert not _events(menv, name, "ExternalRemediationRequested")
+    assert refused()
 
 
 def test_too_many_unhealthy_short_circuits_and_says_why(menv):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import socket
 from dataclasses import dataclass
+from typing import Callable, NoReturn, TypeVar
 
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
 
@@ -52,12 +54,54 @@ _GO_DURATIONS = re.compile(r"(?:\d+(?:\.\d+)?(?:h|ms|m|s))+")
 _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
 
+N = TypeVar("N", int, float)
+
+
+class FlagParser(argparse.ArgumentParser):
+    """argparse with a one-line error: `prog: error: argument --workers: must be at least 1, got 0 (see --help)`,
+    exit code 2. argparse's own error prints the usage first, dozens of lines for this many flags, which buries the
+    one that says what is wrong."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def bounded(kind: type[N], low: N, high: N) -> Callable[[str], N]:
+    """An argparse `type` for a number of `kind` within [low, high]: every numeric flag enters through one, so a
+    0 or a negative never starts a process that hangs or spins (a negative resync period was a busy loop, 0 engine
+    connections a silent hang). Floats must be finite."""
+    def parse(text: str) -> N:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:g}, got {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:g}, got {text}")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in some of its own messages
+    return parse
+
+
+# The ranges of the numeric flags, shared by every entry point that takes them.
+PORT = bounded(int, 0, 65535)  # 0: that server is off
+WORKERS = bounded(int, 1, 1024)
+_DAY_S = 86400.0
+RESYNC_S = bounded(float, 1.0, 7 * _DAY_S)  # below a second, a resync is a busy loop of full re-reconciles
+BACKOFF_S = bounded(float, 0.01, _DAY_S)
+LEASE_S = bounded(float, 0.1, _DAY_S)
+
+
 def from_mao_args(argv: list[str]) -> list[str]:
     """MAO's flags for its provider container (klog's and controller-runtime's spelling: `--v=3`,
     `--logtostderr=true`, `--leader-elect=true`, `--leader-elect-lease-duration=120s`, `--feature-gates=...`) in
     this process's terms, after the actuator-side `--controllers`. Anything else is passed on as it is, so an
     unknown flag is still a clear error."""
-    out = [f"--controllers={MAO_CONTROLLERS}"]
+    out = [f"--controllers={MAO_CONTROLLERS}"]  # numbers are range-checked by `parse`, as if typed as ours
     for arg in argv:
         name, eq, value = arg.partition("=")
         if name in ("--logtostderr", "--alsologtostderr", "--feature-gates"):
@@ -110,7 +154,7 @@ class Config:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = FlagParser(
         prog="ovirt-machine-controller",
         description="Reconciles machine.openshift.io Machines into oVirt VMs, links them to their Nodes, and "
         "keeps oVirt Nodes' providerIDs (the OpenShift Machine API with the oVirt actuator).",
@@ -126,26 +170,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="namespace whose Machines are reconciled; '' for all namespaces")
     p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE, help="namespace of the oVirt credentials secret")
     p.add_argument("--credentials-name", default=SECRET_NAME, help="name of the oVirt credentials secret")
-    p.add_argument("--workers", type=int, default=8,
+    p.add_argument("--workers", type=WORKERS, default=8,
                    help="concurrent Machine reconciles (MAO runs one; waits are requeues here, so more is safe)")
-    p.add_argument("--resync-period", dest="resync_s", type=float, default=600.0,
+    p.add_argument("--resync-period", dest="resync_s", type=RESYNC_S, default=600.0,
                    help="seconds between full re-reconciles of every object (CAPO's SyncPeriod)")
-    p.add_argument("--backoff-base", dest="backoff_base_s", type=float, default=1.0,
+    p.add_argument("--backoff-base", dest="backoff_base_s", type=BACKOFF_S, default=1.0,
                    help="first retry delay of a failing reconcile, doubled per failure")
-    p.add_argument("--backoff-cap", dest="backoff_cap_s", type=float, default=300.0, help="longest retry delay")
-    p.add_argument("--ovirt-connections", type=int, default=4, help="size of the shared oVirt connection pool")
-    p.add_argument("--max-concurrent-power-cycles", type=int, default=3,
+    p.add_argument("--backoff-cap", dest="backoff_cap_s", type=BACKOFF_S, default=300.0, help="longest retry delay")
+    p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4, help="size of the shared oVirt connection pool")
+    p.add_argument("--max-concurrent-power-cycles", type=bounded(int, 1, 1000), default=3,
                    help="VMs that remediation may have powered off at once (a bound on fencing storms)")
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
                    help="run only while holding the leader Lease")
     p.add_argument("--leader-election-namespace", default="openshift-machine-api")
     p.add_argument("--leader-election-id", default="cluster-api-provider-ovirt-leader",
                    help="name of the Lease (CAPO's election ID)")
-    p.add_argument("--leader-elect-lease-duration", dest="lease_duration_s", type=float, default=120.0)
-    p.add_argument("--leader-elect-renew-deadline", dest="renew_deadline_s", type=float, default=110.0)
-    p.add_argument("--leader-elect-retry-period", dest="retry_period_s", type=float, default=20.0)
-    p.add_argument("--health-port", type=int, default=9440, help="/healthz and /readyz (0: off)")
-    p.add_argument("--metrics-port", type=int, default=8081, help="Prometheus /metrics (0: off)")
+    p.add_argument("--leader-elect-lease-duration", dest="lease_duration_s", type=LEASE_S, default=120.0)
+    p.add_argument("--leader-elect-renew-deadline", dest="renew_deadline_s", type=LEASE_S, default=110.0)
+    p.add_argument("--leader-elect-retry-period", dest="retry_period_s", type=LEASE_S, default=20.0)
+    p.add_argument("--health-port", type=PORT, default=9440, help="/healthz and /readyz (0: off)")
+    p.add_argument("--metrics-port", type=PORT, default=8081, help="Prometheus /metrics (0: off)")
     p.add_argument("--metrics-secure", action=argparse.BooleanOptionalAction, default=False,
                    help="serve /metrics over HTTPS to callers whose bearer token passes a TokenReview and a "
                         "SubjectAccessReview for GET /metrics (controller-runtime's secure metrics serving)")
@@ -169,4 +213,14 @@ def parse(argv: list[str] | None = None) -> Config:
         parser.error(f"--metrics-cert-dir {args.metrics_cert_dir!r} lacks {' and '.join(missing)}")
     if args.metrics_secure and args.metrics_port and args.metrics_port == args.health_port:
         parser.error("--metrics-secure needs a --metrics-port other than --health-port (probes are plain HTTP)")
+    if args.backoff_cap_s < args.backoff_base_s:
+        parser.error(f"argument --backoff-cap: must be at least --backoff-base ({args.backoff_base_s:g}), "
+                     f"got {args.backoff_cap_s:g}")
+    # client-go's rule for a leader elector (runtime/leader_election.py checks it again, with a traceback).
+    if args.renew_deadline_s >= args.lease_duration_s:
+        parser.error(f"argument --leader-elect-renew-deadline: must be below --leader-elect-lease-duration "
+                     f"({args.lease_duration_s:g}), got {args.renew_deadline_s:g}")
+    if args.renew_deadline_s <= 1.2 * args.retry_period_s:
+        parser.error(f"argument --leader-elect-retry-period: 1.2 times it must be below "
+                     f"--leader-elect-renew-deadline ({args.renew_deadline_s:g}), got {args.retry_period_s:g}")
     return Config(**vars(args))

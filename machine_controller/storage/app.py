@@ -11,6 +11,7 @@ from typing import Any, Callable, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from machine_controller.config import PORT, WORKERS, FlagParser
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE, InvalidCredentials, from_secret_data
@@ -92,14 +93,14 @@ def build(args: argparse.Namespace, registry: CollectorRegistry | None = None) -
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROVISIONER, description=__doc__)
+    p = FlagParser(prog=PROVISIONER, description=__doc__)
     p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
     p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE)
     p.add_argument("--credentials-name", default=SECRET_NAME)
     p.add_argument("--bind-address", default="0.0.0.0")
-    p.add_argument("--metrics-port", type=int, default=8083)
-    p.add_argument("--health-port", type=int, default=9442)
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--metrics-port", type=PORT, default=8083)
+    p.add_argument("--health-port", type=PORT, default=9442)
+    p.add_argument("--workers", type=WORKERS, default=2)
     p.add_argument("--leader-elect", action="store_true")
     p.add_argument("--leader-election-namespace", default=SECRET_NAMESPACE)
     return p.parse_args(argv)

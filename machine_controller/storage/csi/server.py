@@ -18,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from machine_controller.config import WORKERS, FlagParser, bounded
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
@@ -36,7 +37,7 @@ SMBIOS_UUID = "/sys/class/dmi/id/product_uuid"
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="ovirt-csi-driver", description=f"The {DRIVER_NAME} CSI driver for oVirt disks.")
+    p = FlagParser(prog="ovirt-csi-driver", description=f"The {DRIVER_NAME} CSI driver for oVirt disks.")
     p.add_argument("--endpoint", default="unix:///csi/csi.sock",
                    help="unix:///path/csi.sock (a stale socket is replaced) or host:port")
     p.add_argument("--services", default="controller,node",
@@ -45,9 +46,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help=f"the node's VM id (default: the SMBIOS UUID in {SMBIOS_UUID}, which oVirt sets to it)")
     p.add_argument("--credentials-dir", default="/etc/ovirt-credentials",
                    help="a directory with the ovirt-credentials Secret's keys as files (controller only)")
-    p.add_argument("--device-wait", type=float, default=DEVICE_WAIT_S,
+    p.add_argument("--device-wait", type=bounded(float, 0.0, 3600.0), default=DEVICE_WAIT_S,
                    help="seconds a node call waits for the disk's /dev/disk/by-id link to appear")
-    p.add_argument("--workers", type=int, default=8, help="concurrent gRPC calls")
+    p.add_argument("--workers", type=WORKERS, default=8, help="concurrent gRPC calls")
     p.add_argument("--log-level", default="info")
     args = p.parse_args(argv)
     args.services = [s.strip() for s in args.services.split(",") if s.strip()]

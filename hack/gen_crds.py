@@ -10,10 +10,8 @@ required, OpenAPI keywords); names, printer columns and the scale subresource co
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
-import difflib
 import inspect
 import sys
 import typing
@@ -29,6 +27,7 @@ from api.machine import Machine
 from api.machinehealthcheck import MachineHealthCheck
 from api.machineset import MachineSet
 from api.remediation import OvirtRemediation, OvirtRemediationTemplate
+from hack import generated
 
 ROOT_TYPES = (Machine, MachineSet, MachineHealthCheck, OvirtRemediationTemplate, OvirtRemediation)
 CRD_DIR = Path(__file__).resolve().parents[1] / "config" / "crd"
@@ -164,44 +163,15 @@ def render() -> dict[str, str]:
 
 def check(directory: Path = CRD_DIR) -> list[str]:
     """Unified diffs between the committed files and the generated ones (empty when up to date)."""
-    diffs = []
-    for name, expected in render().items():
-        path = directory / name
-        actual = path.read_text(encoding="utf-8") if path.exists() else ""
-        if actual != expected:
-            diffs.append(
-                "".join(
-                    difflib.unified_diff(
-                        actual.splitlines(keepends=True),
-                        expected.splitlines(keepends=True),
-                        f"committed/{name}",
-                        f"generated/{name}",
-                    )
-                )
-                or f"{name}: missing\n"
-            )
-    return diffs
+    return generated.diffs(render(), directory)
 
 
 def write(directory: Path = CRD_DIR) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, content in render().items():
-        (directory / name).write_text(content, encoding="utf-8")
+    generated.write(render(), directory)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="fail with a diff if config/crd is out of date")
-    args = parser.parse_args(argv)
-    if args.check:
-        diffs = check()
-        if diffs:
-            sys.stdout.write("".join(diffs))
-            print("config/crd is out of date: run `python -m hack.gen_crds`", file=sys.stderr)
-            return 1
-        return 0
-    write()
-    return 0
+    return generated.main(argv, __doc__, render, CRD_DIR, "hack.gen_crds")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
 # The Java SDK client of the simulator (hack/javaclient): a JDK 17+ and Maven.
 command -v javac >/dev/null || need+=(default-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
+# The test bed's real nodes (hack/controlplane/nodes.py): kubelet runs pods through containerd and runc,
+# networked by the CNI bridge and host-local plugins.
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null || need+=(runc)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

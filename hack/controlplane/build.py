@@ -28,7 +28,8 @@ from machine_controller.runtime.cache_dir import cache_dir
 
 KUBE_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.8"
-KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+# kubelet runs the test bed's real nodes (hack/controlplane/nodes.py); it comes from the same module and go.mod.
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet")
 _GOPROXY_DEFAULT = "https://proxy.golang.org"
 
 
@@ -103,7 +104,9 @@ def _version_ldflags(version: str) -> str:
     return " ".join(f"-X {p}.{k}={v}" for p in pkgs for k, v in stamp.items()) + " -s -w"
 
 
-def build_kube(b: Binaries) -> None:
+def build_kube(b: Binaries, commands: list[str]) -> None:
+    """Build `commands` only: a cache that lacks one command (say, kubelet after it joined the list) must not
+    rebuild the others."""
     work = b.kube_dir.parent / "src"
     work.mkdir(parents=True, exist_ok=True)
     staging_version = "v0." + b.kube_version.lstrip("v").split(".", 1)[1]
@@ -116,10 +119,12 @@ def build_kube(b: Binaries) -> None:
     tmp_out = b.kube_dir.with_name("bin.partial")
     shutil.rmtree(tmp_out, ignore_errors=True)
     tmp_out.mkdir(parents=True)
-    pkgs = [f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS]
+    pkgs = [f"k8s.io/kubernetes/cmd/{c}" for c in commands]
     run_go(["go", "build", "-trimpath", "-ldflags", _version_ldflags(b.kube_version), "-o", str(tmp_out), *pkgs], work)
-    shutil.rmtree(b.kube_dir, ignore_errors=True)
-    tmp_out.rename(b.kube_dir)  # atomic: a half-built set is never taken for a whole one
+    b.kube_dir.mkdir(parents=True, exist_ok=True)
+    for c in commands:  # each rename is atomic: a half-built binary is never taken for a whole one
+        (tmp_out / c).rename(b.kube_dir / c)
+    tmp_out.rmdir()
 
 
 def build_etcd(b: Binaries) -> None:
@@ -150,8 +155,9 @@ def ensure_binaries(b: Binaries | None = None) -> Binaries:
          " the first build takes several minutes, later runs reuse it")
     if "etcd" in missing:
         build_etcd(b)
-    if any(n in missing for n in KUBE_COMMANDS):
-        build_kube(b)
+    kube_missing = [n for n in missing if n in KUBE_COMMANDS]
+    if kube_missing:
+        build_kube(b, kube_missing)
     log(f"built in {time.monotonic() - start:.0f}s")
     return b
 

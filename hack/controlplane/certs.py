@@ -39,6 +39,14 @@ RESTRICTED = Identity(
     ("system:serviceaccounts", "system:serviceaccounts:openshift-machine-api"),
 )
 IDENTITIES = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, RESTRICTED)
+# How the API server authenticates to kubelets (logs, exec, port-forward): the real nodes' kubelets run webhook
+# authentication with this CA, and authorize it by SubjectAccessReview like any caller (kubeadm names it so too).
+KUBELET_CLIENT = Identity("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",))
+
+
+def node_identity(node: str) -> Identity:
+    """A kubelet's identity: the Node authorizer and NodeRestriction know a node by exactly this user and group."""
+    return Identity(f"node-{node}", f"system:node:{node}", ("system:nodes",))
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -154,19 +162,31 @@ def generate(directory: Path) -> Pki:
         sa_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
 
-    for ident in IDENTITIES:
-        key = _key()
-        cert = (
-            _builder(_name(ident.user, ident.groups), ca_name, key.public_key())
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256())
-        )
-        pki.client_cert(ident).write_bytes(_pem_cert(cert))
-        pki.client_key(ident).write_bytes(_pem_key(key))
+    for ident in (*IDENTITIES, KUBELET_CLIENT):
+        _sign_client(pki, ident, ca_key, ca_name)
     for f in directory.iterdir():
         if f.suffix == ".key":
             f.chmod(0o600)
     return pki
+
+
+def _sign_client(pki: Pki, ident: Identity, ca_key, ca_name: x509.Name) -> None:
+    key = _key()
+    cert = (
+        _builder(_name(ident.user, ident.groups), ca_name, key.public_key())
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pki.client_cert(ident).write_bytes(_pem_cert(cert))
+    pki.client_key(ident).write_bytes(_pem_key(key))
+    pki.client_key(ident).chmod(0o600)
+
+
+def issue_client(pki: Pki, ident: Identity) -> None:
+    """Sign a client certificate for `ident` with the CA of an existing PKI (a node that joins a running plane)."""
+    ca = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    _sign_client(pki, ident, ca_key, ca.subject)
 
 
 def self_signed_serving(directory: Path, hosts: tuple[str, ...] = ("localhost", "127.0.0.1")) -> Path:

@@ -88,6 +88,27 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def stop_process_group(name: str, pid: int, grace_s: float = 10) -> None:
+    """SIGTERM the process group `pid` leads (started with start_new_session), SIGKILL it after `grace_s`."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace_s
+    while _alive(pid) and time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)  # reap it when it is our own child
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    if _alive(pid):
+        _log(f"{name} ignored SIGTERM; killing")
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class LocalControlPlane:
     """One control plane rooted at `directory`. Use as a context manager, or `up()`/`down()` from the CLI."""
 
@@ -161,7 +182,7 @@ class LocalControlPlane:
         if state:
             # Reverse start order: the API server's clients first, etcd last (a restarted one keeps its place).
             for name, pid in reversed(list(state.pids.items())):
-                self._stop_pid(name, pid)
+                stop_process_group(name, pid)
             shutil.rmtree(state.etcd_data, ignore_errors=True)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.state = None
@@ -169,7 +190,7 @@ class LocalControlPlane:
     def stop(self, component: str) -> None:
         """Stop one component (its pid stays recorded, dead, until `start`)."""
         assert self.state, f"no control plane running in {self.dir}"
-        self._stop_pid(component, self.state.pids[component])
+        stop_process_group(component, self.state.pids[component])
 
     def start(self, component: str) -> None:
         """Start a stopped component again with the same flags, data and ports, and wait until it serves."""
@@ -199,26 +220,6 @@ class LocalControlPlane:
         self.state.argvs[name] = argv
         self.state.save()
 
-    @staticmethod
-    def _stop_pid(name: str, pid: int) -> None:
-        try:
-            os.killpg(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
-            try:
-                os.waitpid(pid, os.WNOHANG)  # reap it when it is our own child
-            except ChildProcessError:
-                pass
-            time.sleep(0.05)
-        if _alive(pid):
-            _log(f"{name} ignored SIGTERM; killing")
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
     def _start_etcd(self, b: Binaries) -> str:
         assert self.state
         client, peer = _free_port(), _free_port()
@@ -247,6 +248,12 @@ class LocalControlPlane:
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pki.sa_pub}", f"--service-account-signing-key-file={pki.sa_key}",
             "--authorization-mode=Node,RBAC", "--allow-privileged=true",
+            # Real nodes (nodes.py): the API server reaches a kubelet (logs, exec) at its InternalIP, since a
+            # node's hostname resolves nowhere here, and authenticates with a client certificate the kubelet's
+            # webhook authentication accepts.
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
+            f"--kubelet-client-certificate={pki.client_cert(certs.KUBELET_CLIENT)}",
+            f"--kubelet-client-key={pki.client_key(certs.KUBELET_CLIENT)}",
             # The `kubernetes` Service endpoint would point at loopback, which the API server refuses to
             # publish; nothing here needs in-cluster access to the API server through that Service.
             "--endpoint-reconciler-type=none",

@@ -51,8 +51,10 @@ class Cluster:
     RESTRICTED_USER = certs.RESTRICTED.user
     RESTRICTED_GROUPS = certs.RESTRICTED.groups
 
-    def __init__(self, admin_kubeconfig: Path, restricted_kubeconfig: Path | None, kubectl_path: Path):
+    def __init__(self, admin_kubeconfig: Path, restricted_kubeconfig: Path | None, kubectl_path: Path,
+                 plane: LocalControlPlane | None = None):
         self.kubeconfig = admin_kubeconfig
+        self.plane = plane  # the local control plane, which real nodes join; None on an existing cluster
         self._restricted = restricted_kubeconfig
         self.kubectl_path = kubectl_path
         self._crds_applied = False
@@ -136,7 +138,7 @@ def cluster() -> Iterator[Cluster]:
         return
     plane = LocalControlPlane(Path(os.environ.get("TMPDIR", "/tmp")) / f"omc-e2e-{os.getpid()}")
     with plane:
-        yield Cluster(plane.kubeconfig("admin"), plane.kubeconfig("restricted"), kubectl)
+        yield Cluster(plane.kubeconfig("admin"), plane.kubeconfig("restricted"), kubectl, plane)
 
 
 @pytest.fixture

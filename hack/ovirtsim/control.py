@@ -14,6 +14,9 @@
     POST   /hosts                        {"name": ..., "cores": ..., "memory": ...} add a host to the cluster
     GET    /timings  POST /timings       read / override the timing profile at run time
     POST   /restart                      restart the engine process state: state file reloaded, tokens gone
+    GET    /real-guests  POST /real-guests  {"plane": dir, "images": [archive, ...], "templates": [id|name, ...]}:
+                                         guests of those templates run as real nodes of that local control plane
+                                         (real_guests.py; needs --kubeconfig)
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ovirtsdk4 import types
@@ -120,6 +124,14 @@ class ControlApi:
                 e.timings = e.timings.with_overrides(data)
                 e.tokens.ttl = e.timings.token_ttl
                 return 200, dataclasses.asdict(e.timings)
+            case ("GET", ["real-guests"]) if e.node_agent:
+                return 200, e.node_agent.real.describe()
+            case ("POST", ["real-guests"]) if e.node_agent:
+                with e.store.lock:
+                    templates = frozenset(self._find(e.store, "templates", t).id for t in data["templates"])
+                e.node_agent.real.configure(Path(data["plane"]), tuple(Path(i) for i in data.get("images", ())),
+                                            templates)
+                return 200, e.node_agent.real.describe()
             case ("POST", ["restart"]):
                 e.restart()
                 return 200, {"restarted": True}

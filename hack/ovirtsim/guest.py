@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ovirtsdk4 import types
 
 from hack.ovirtsim.errors import Msg, conflict
+from hack.ovirtsim.real_guests import RealGuests
 from hack.ovirtsim.statemachine import GUEST_RUNNING
 from hack.ovirtsim.store import InitMode, Store, VmRuntime, href
 
@@ -208,6 +209,7 @@ class _GuestView:
     ip: str | None
     vcpus: int
     memory: int
+    template: str | None  # the VM's template id: its guests may be real nodes (real_guests.py)
 
 
 @dataclass
@@ -238,6 +240,7 @@ class NodeAgent:
         self._thread: threading.Thread | None = None
         self._writers: ThreadPoolExecutor | None = None
         self._api: Any = None
+        self.real = RealGuests()
 
     def start(self) -> None:
         from kubernetes import client, config
@@ -256,6 +259,7 @@ class NodeAgent:
             self._thread.join(timeout=5)
         if self._writers:
             self._writers.shutdown(wait=False, cancel_futures=True)
+        self.real.stop()
 
     def _loop(self) -> None:
         period = min(0.25, self.engine.timings.node_heartbeat / 4)
@@ -280,7 +284,8 @@ class NodeAgent:
                 views.append(_GuestView(vm.id, rt.node_name or host_name(vm), running,
                                         vm.status in (types.VmStatus.POWERING_DOWN, types.VmStatus.DOWN)
                                         and rt.graceful_stop,
-                                        guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0))
+                                        guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0,
+                                        vm.template.id if vm.template else None))
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
@@ -297,7 +302,12 @@ class NodeAgent:
         now = time.time()
         seen = set()
         writes: list[Callable[[], None]] = []
+        real: dict[str, str] = {}
         for view in self._views():
+            if view.template in self.real.templates:  # a real kubelet writes this Node, not us
+                if view.running:
+                    real[view.vm_id] = view.node
+                continue
             seen.add(view.node)
             state = self._nodes.setdefault(view.node, _NodeState())
             writes.append(functools.partial(self._guarded, view.vm_id, view.node, state, now,
@@ -308,6 +318,7 @@ class NodeAgent:
                 writes.append(functools.partial(self._guarded, None, name, state, now, functools.partial(
                     self._post_condition, name, state, "Unknown", "NodeStatusUnknown",
                     "Kubelet stopped posting node status.", now)))
+        self.real.want(real)
         # Each guest's state is touched by its own write only; the pass ends when every write has.
         if self._writers is None:
             for write in writes:

@@ -129,6 +129,15 @@ class ControlClient:
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")
 
+    def real_guests(self, plane_dir: Path, images: list[Path], templates: list[str]) -> dict[str, Any]:
+        """Guests of `templates` (ids or names) run as real nodes of the local control plane in `plane_dir`."""
+        return self._call("POST", "/real-guests", {"plane": str(plane_dir), "images": [str(i) for i in images],
+                                                   "templates": templates})
+
+    def real_nodes(self) -> dict[str, Any]:
+        """{"templates": [...], "nodes": {vm id: Node name}, "errors": {vm id: why its node did not start}}"""
+        return self._call("GET", "/real-guests")
+
 
 @dataclass
 class SimulatorHandle:

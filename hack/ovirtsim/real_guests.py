@@ -1,0 +1,112 @@
+"""Real guests (issue 18, item 3): VMs of chosen templates boot as real Kubernetes nodes instead of simulated ones.
+
+When such a VM's guest comes up (the moment a simulated guest's kubelet would register its Node), a real kubelet
+and containerd (hack/controlplane/nodes.py) start as the Node named after the VM's host name, joined to the local
+control plane. When the guest stops running (power-off, shutdown, crash, a host going down, removal) that node
+stops with all its containers, as a machine that loses power takes its kubelet with it; the Node then goes
+NotReady by the node lifecycle controller, not by the simulator. Other VMs stay simulated, for scale.
+
+Starting a node takes a few seconds, so one worker thread converges the nodes on what the guests want, outside
+the simulator's Node pass. Enabled at run time through the control API (`POST /real-guests`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+RETRY_S = 10.0  # a node that failed to start is tried again after this long, while its guest runs
+
+
+class RealGuests:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._plane_dir: Path | None = None
+        self._images: tuple[Path, ...] = ()
+        self.templates: frozenset[str] = frozenset()  # template ids whose VMs are real guests
+        self._wanted: dict[str, str] = {}  # vm id -> Node name, for every real guest that runs
+        self._nodes: dict[str, Any] = {}  # vm id -> RealNode that runs
+        self.errors: dict[str, str] = {}  # vm id -> why its node did not start
+        self._retry_at: dict[str, float] = {}  # vm id -> when to try a failed start again
+        self._thread: threading.Thread | None = None
+
+    def configure(self, plane_dir: Path, images: tuple[Path, ...], template_ids: frozenset[str]) -> None:
+        """Guests of `template_ids` are real from now on, joined to the plane in `plane_dir`, with `images` (docker
+        archives, the pause image among them) in their containerd."""
+        if not (plane_dir / "state.json").exists():
+            raise ValueError(f"no local control plane runs in {plane_dir}")
+        for image in images:
+            if not image.is_file():
+                raise ValueError(f"image archive {image} does not exist")
+        with self._lock:
+            self._plane_dir, self._images, self.templates = plane_dir, images, template_ids
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="real-guests", daemon=True)
+                self._thread.start()
+
+    def want(self, running: dict[str, str]) -> None:
+        """The real guests that run now (vm id -> Node name); every other real node is stopped."""
+        with self._lock:
+            if running == self._wanted:
+                return
+            self._wanted = dict(running)
+        self._wake.set()
+
+    def describe(self) -> dict[str, Any]:
+        with self._lock:
+            return {"templates": sorted(self.templates),
+                    "nodes": {vm: node.name for vm, node in self._nodes.items()}, "errors": dict(self.errors)}
+
+    def stop(self) -> None:
+        """Stop every real node (the simulator is shutting down)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread:
+            self._thread.join(timeout=120)
+        for vm_id in list(self._nodes):
+            self._nodes.pop(vm_id).stop()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(1.0)
+            self._wake.clear()
+            try:
+                self._converge()
+            except Exception:
+                log.exception("real guests")
+
+    def _converge(self) -> None:
+        from hack.controlplane.cluster import LocalControlPlane
+        from hack.controlplane.nodes import RealNode
+
+        with self._lock:
+            wanted, plane_dir, images = dict(self._wanted), self._plane_dir, self._images
+        for vm_id in [v for v, node in self._nodes.items() if wanted.get(v) != node.name]:
+            node = self._nodes[vm_id]
+            log.info("guest %s stopped: stopping its node %s", vm_id, node.name)
+            node.stop()
+            with self._lock:  # listed until it has stopped, so that a caller sees it stopped once gone
+                del self._nodes[vm_id]
+        for vm_id, name in wanted.items():
+            if vm_id in self._nodes or self._stop.is_set() or plane_dir is None \
+                    or time.monotonic() < self._retry_at.get(vm_id, 0.0):
+                continue
+            node = RealNode(LocalControlPlane(plane_dir), name)
+            log.info("guest %s up: starting node %s", vm_id, name)
+            try:
+                node.start(images=images)
+            except Exception as exc:  # start() has stopped what it began; the next pass tries again
+                self.errors[vm_id] = str(exc)
+                self._retry_at[vm_id] = time.monotonic() + RETRY_S
+                log.warning("guest %s: node %s did not start: %s", vm_id, name, exc)
+                continue
+            self.errors.pop(vm_id, None)
+            self._retry_at.pop(vm_id, None)
+            with self._lock:
+                self._nodes[vm_id] = node

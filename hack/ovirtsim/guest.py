@@ -26,7 +26,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from ovirtsdk4 import types
@@ -240,7 +240,7 @@ class NodeAgent:
         self._thread: threading.Thread | None = None
         self._writers: ThreadPoolExecutor | None = None
         self._api: Any = None
-        self.real = RealGuests()
+        self.real = RealGuests(self._block_devices)
 
     def start(self) -> None:
         from kubernetes import client, config
@@ -289,6 +289,12 @@ class NodeAgent:
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
+
+    def _block_devices(self, vm_id: str) -> list[dict[str, Any]]:
+        store = self.engine.store
+        with store.lock:
+            vm = store.vms.get(vm_id)
+            return [asdict(d) for d in block_devices(store, vm)] if vm else []
 
     def error_of(self, node: str) -> str | None:
         """Why this guest's kubelet last failed to write its Node (None: it did not)."""

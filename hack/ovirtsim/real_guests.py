@@ -6,6 +6,10 @@ control plane. When the guest stops running (power-off, shutdown, crash, a host 
 stops with all its containers, as a machine that loses power takes its kubelet with it; the Node then goes
 NotReady by the node lifecycle controller, not by the simulator. Other VMs stay simulated, for scale.
 
+The disks attached to a real guest are real block devices on its node: `hack/csi_host.py`'s LoopDisks gives each
+a loop device with the `/dev/disk/by-id` link the guest's udev would make, in the node's `by_id` directory (in
+`GET /real-guests`; a CSI node pod mounts it). Their backing files outlive a power-off, as a disk's data does.
+
 Starting a node takes a few seconds, so one worker thread converges the nodes on what the guests want, outside
 the simulator's Node pass. Enabled at run time through the control API (`POST /real-guests`).
 """
@@ -13,17 +17,31 @@ the simulator's Node pass. Enabled at run time through the control API (`POST /r
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+BlockDevices = Callable[[str], list[dict[str, Any]]]  # vm id -> its block devices, as GET /vms/{id} shows them
 
 log = logging.getLogger(__name__)
 RETRY_S = 10.0  # a node that failed to start is tried again after this long, while its guest runs
 
 
+class _GuestDisks:
+    """What LoopDisks asks the control API for, answered from the engine's store in this process."""
+
+    def __init__(self, block_devices: BlockDevices) -> None:
+        self._block_devices = block_devices
+
+    def vm(self, vm_id: str) -> dict[str, Any]:
+        return {"block_devices": self._block_devices(vm_id)}
+
+
 class RealGuests:
-    def __init__(self) -> None:
+    def __init__(self, block_devices: BlockDevices) -> None:
+        self._disks_source = _GuestDisks(block_devices)
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -32,6 +50,7 @@ class RealGuests:
         self.templates: frozenset[str] = frozenset()  # template ids whose VMs are real guests
         self._wanted: dict[str, str] = {}  # vm id -> Node name, for every real guest that runs
         self._nodes: dict[str, Any] = {}  # vm id -> RealNode that runs
+        self._disks: dict[str, Any] = {}  # vm id -> the LoopDisks of its running node
         self.errors: dict[str, str] = {}  # vm id -> why its node did not start
         self._retry_at: dict[str, float] = {}  # vm id -> when to try a failed start again
         self._thread: threading.Thread | None = None
@@ -61,7 +80,13 @@ class RealGuests:
     def describe(self) -> dict[str, Any]:
         with self._lock:
             return {"templates": sorted(self.templates),
-                    "nodes": {vm: node.name for vm, node in self._nodes.items()}, "errors": dict(self.errors)}
+                    "nodes": {vm: node.name for vm, node in self._nodes.items()},
+                    "by_id": {vm: str(disks.by_id_dir) for vm, disks in self._disks.items()},
+                    "errors": dict(self.errors)}
+
+    def _disks_root(self) -> Path:
+        assert self._plane_dir
+        return self._plane_dir.parent / f"{self._plane_dir.name}-guest-disks"
 
     def stop(self) -> None:
         """Stop every real node (the simulator is shutting down)."""
@@ -70,7 +95,9 @@ class RealGuests:
         if self._thread:
             self._thread.join(timeout=120)
         for vm_id in list(self._nodes):
-            self._nodes.pop(vm_id).stop()
+            self._stop_node(vm_id)
+        if self._plane_dir:
+            shutil.rmtree(self._disks_root(), ignore_errors=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -84,15 +111,13 @@ class RealGuests:
     def _converge(self) -> None:
         from hack.controlplane.cluster import LocalControlPlane
         from hack.controlplane.nodes import RealNode
+        from hack.csi_host import LoopDisks
 
         with self._lock:
             wanted, plane_dir, images = dict(self._wanted), self._plane_dir, self._images
         for vm_id in [v for v, node in self._nodes.items() if wanted.get(v) != node.name]:
-            node = self._nodes[vm_id]
-            log.info("guest %s stopped: stopping its node %s", vm_id, node.name)
-            node.stop()
-            with self._lock:  # listed until it has stopped, so that a caller sees it stopped once gone
-                del self._nodes[vm_id]
+            log.info("guest %s stopped: stopping its node %s", vm_id, self._nodes[vm_id].name)
+            self._stop_node(vm_id)
         for vm_id, name in wanted.items():
             if vm_id in self._nodes or self._stop.is_set() or plane_dir is None \
                     or time.monotonic() < self._retry_at.get(vm_id, 0.0):
@@ -108,5 +133,17 @@ class RealGuests:
                 continue
             self.errors.pop(vm_id, None)
             self._retry_at.pop(vm_id, None)
+            disks = LoopDisks(self._disks_source, vm_id, self._disks_root() / vm_id, interval_s=0.5).__enter__()
             with self._lock:
                 self._nodes[vm_id] = node
+                self._disks[vm_id] = disks
+
+    def _stop_node(self, vm_id: str) -> None:
+        """The node first (its pods unmount the disks), then the disks; listed until both are gone, so that a
+        caller sees the node stopped once it is not listed."""
+        self._nodes[vm_id].stop()
+        if vm_id in self._disks:
+            self._disks[vm_id].__exit__(None, None, None)
+        with self._lock:
+            del self._nodes[vm_id]
+            self._disks.pop(vm_id, None)

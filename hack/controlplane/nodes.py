@@ -2,7 +2,7 @@
 
 Several nodes run side by side, so each owns everything it touches: a directory (containerd's root, state,
 sockets and runc root, the kubelet's root dir and pod logs, the CNI config and IPAM data), a cgroup subtree
-`/omc-node-<name>` in every cgroup v1 controller, a CNI bridge `omcbr<slot>` with the subnet 10.244.<slot>.0/24,
+`/omc-node<slot>-<name>` in every cgroup v1 controller, a CNI bridge `omcbr<slot>` with the subnet 10.244.<slot>.0/24,
 and its own ports. A slot is claimed atomically (a directory under /run), so two processes never pick the same.
 `stop()` leaves nothing behind: it kills every process of the node's cgroups and shims, unmounts what the node
 mounted, removes its cgroups, bridge and directory.
@@ -118,7 +118,7 @@ class RealNode:
         self.plane = plane
         self.name = name
         self.dir = Path(directory or plane.dir.parent / f"{plane.dir.name}-node-{name}")
-        self.cgroup = f"/omc-node-{name}"
+        self.cgroup = ""  # /omc-node<slot>-<name> once started: unique on the machine, like the slot
         self._binaries = binaries
         self._pause_image = pause_image
         self._taints = taints
@@ -148,6 +148,7 @@ class RealNode:
         return once it runs (`wait_ready` waits for the Node's Ready condition)."""
         binaries = ensure_binaries(self._binaries)
         self.net = NodeNet(_claim_slot())
+        self.cgroup = f"/omc-node{self.net.slot}-{self.name}"
         try:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._make_cgroups()
@@ -347,6 +348,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         """Every cgroup of this node, deepest first; the kubelet mirrors its tree into the empty cgroup v2
         hierarchy (`unified`) too."""
         out: list[Path] = []
+        if not self.cgroup:
+            return out
         for ctl in (*_cgroup_controllers(), CGROUP_V1 / "unified"):
             top = ctl / self.cgroup.lstrip("/")
             if top.is_dir():

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from hack.csi_host import unmount_under
+
 from . import certs
 from .build import Binaries, ensure_binaries
 from .cluster import LocalControlPlane, _alive, _free_port, stop_process_group
@@ -55,18 +57,26 @@ def node_ip() -> str:
 def _claim_slot() -> int:
     SLOTS_DIR.mkdir(parents=True, exist_ok=True)
     for slot in range(1, MAX_SLOTS + 1):
+        path = SLOTS_DIR / str(slot)
         try:
-            (SLOTS_DIR / str(slot)).mkdir()
+            path.mkdir()
         except FileExistsError:
-            owner = SLOTS_DIR / str(slot) / "pid"
             try:
-                pid = int(owner.read_text())
+                owner = int((path / "pid").read_text())
             except (OSError, ValueError):
                 continue  # being claimed right now
-            if _alive(pid):
+            if _alive(owner):
                 continue
-            # Its owner died without stopping the node: reclaim the slot, as `stop()` would have left it.
-        (SLOTS_DIR / str(slot) / "pid").write_text(str(os.getpid()))
+            # Its owner died without stopping the node. Renaming the stale directory away succeeds for one
+            # claimant only; that one takes the slot.
+            stale = SLOTS_DIR / f".stale-{slot}-{os.getpid()}"
+            try:
+                path.rename(stale)
+                path.mkdir()
+            except OSError:
+                continue
+            shutil.rmtree(stale, ignore_errors=True)
+        (path / "pid").write_text(str(os.getpid()))
         return slot
     raise RuntimeError(f"all {MAX_SLOTS} node slots under {SLOTS_DIR} are taken")
 
@@ -81,17 +91,6 @@ def _cgroup_controllers() -> list[Path]:
             continue
         seen.add(real)
         out.append(real)
-    return out
-
-
-def _mounts_under(root: Path) -> list[str]:
-    prefix = str(root) + "/"
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            point = line.split()[4].replace("\\040", " ")
-            if point.startswith(prefix):
-                out.append(point)
     return out
 
 
@@ -137,7 +136,10 @@ class RealNode:
     # --- paths ----------------------------------------------------------------------------------------
     @property
     def containerd_socket(self) -> Path:
-        return self.dir / "containerd" / "containerd.sock"
+        # In the slot's directory, not the node's: a unix socket path has at most 107 bytes, and the node's
+        # directory is named after the node.
+        assert self.net, "the node has not started"
+        return SLOTS_DIR / str(self.net.slot) / "containerd.sock"
 
     def log_path(self, component: str) -> Path:
         return self.dir / f"{component}.log"
@@ -334,7 +336,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         if "containerd" in self.pids:
             stop_process_group("containerd", self.pids.pop("containerd"))
         self._kill_shims()
-        self._unmount_all()
+        # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
+        unmount_under(self.dir)
         self._remove_cgroups()
         if self.net:
             subprocess.run(["ip", "link", "delete", self.net.bridge], capture_output=True)
@@ -375,6 +378,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
     def _kill_shims(self) -> None:
         """containerd's shims run detached from containerd; ours are the ones given our socket's address."""
+        if not self.net:
+            return
         address = str(self.containerd_socket)
         for proc in Path("/proc").iterdir():
             if not proc.name.isdigit():
@@ -385,11 +390,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                     os.kill(int(proc.name), signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-
-    def _unmount_all(self) -> None:
-        # Deepest first; lazily, so a mount still busy for a moment (a dying shim) goes when it is released.
-        for point in sorted(_mounts_under(self.dir), key=len, reverse=True):
-            subprocess.run(["umount", "-l", point], capture_output=True)
 
     def _remove_cgroups(self) -> None:
         deadline = time.monotonic() + 10

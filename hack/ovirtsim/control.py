@@ -14,8 +14,9 @@
     POST   /hosts                        {"name": ..., "cores": ..., "memory": ...} add a host to the cluster
     GET    /timings  POST /timings       read / override the timing profile at run time
     POST   /restart                      restart the engine process state: state file reloaded, tokens gone
-    GET    /real-guests  POST /real-guests  {"plane": dir, "images": [archive, ...], "templates": [id|name, ...]}:
-                                         guests of those templates run as real nodes of that local control plane
+    GET    /real-guests  POST /real-guests  {"plane": dir, "images": [archive, ...], "templates": [id|name, ...],
+                                         "vms": [name pattern, ...]}: guests of those templates, and of VMs so
+                                         named, run as real nodes of that local control plane
                                          (real_guests.py; needs --kubeconfig)
 """
 
@@ -128,9 +129,9 @@ class ControlApi:
                 return 200, e.node_agent.real.describe()
             case ("POST", ["real-guests"]) if e.node_agent:
                 with e.store.lock:
-                    templates = frozenset(self._find(e.store, "templates", t).id for t in data["templates"])
+                    templates = frozenset(self._find(e.store, "templates", t).id for t in data.get("templates", ()))
                 e.node_agent.real.configure(Path(data["plane"]), tuple(Path(i) for i in data.get("images", ())),
-                                            templates)
+                                            templates, tuple(str(p) for p in data.get("vms", ())))
                 return 200, e.node_agent.real.describe()
             case ("POST", ["restart"]):
                 e.restart()

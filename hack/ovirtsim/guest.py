@@ -203,6 +203,7 @@ def block_devices(store: Store, vm: types.Vm) -> list[BlockDevice]:
 @dataclass
 class _GuestView:
     vm_id: str
+    vm_name: str
     node: str
     running: bool  # the kubelet is running and registered
     graceful_stop: bool
@@ -281,7 +282,7 @@ class NodeAgent:
                 running = rt.provisioned and agent_reporting(vm, rt, now)
                 if not running and rt.node_name is None:
                     continue
-                views.append(_GuestView(vm.id, rt.node_name or host_name(vm), running,
+                views.append(_GuestView(vm.id, vm.name or "", rt.node_name or host_name(vm), running,
                                         vm.status in (types.VmStatus.POWERING_DOWN, types.VmStatus.DOWN)
                                         and rt.graceful_stop,
                                         guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0,
@@ -310,7 +311,7 @@ class NodeAgent:
         writes: list[Callable[[], None]] = []
         real: dict[str, str] = {}
         for view in self._views():
-            if view.template in self.real.templates:  # a real kubelet writes this Node, not us
+            if self.real.claims(view.template, view.vm_name):  # a real kubelet writes this Node, not us
                 if view.running:
                     real[view.vm_id] = view.node
                 continue

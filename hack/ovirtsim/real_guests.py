@@ -1,4 +1,5 @@
-"""Real guests (issue 18, item 3): VMs of chosen templates boot as real Kubernetes nodes instead of simulated ones.
+"""Real guests (issue 18, item 3): chosen VMs boot as real Kubernetes nodes instead of simulated ones: those of
+chosen templates, and those whose names match chosen patterns (a test's Machines, among the simulated guests).
 
 When such a VM's guest comes up (the moment a simulated guest's kubelet would register its Node), a real kubelet
 and containerd (hack/controlplane/nodes.py) start as the Node named after the VM's host name, joined to the local
@@ -16,6 +17,7 @@ the simulator's Node pass. Enabled at run time through the control API (`POST /r
 
 from __future__ import annotations
 
+import fnmatch
 import logging
 import shutil
 import threading
@@ -48,6 +50,7 @@ class RealGuests:
         self._plane_dir: Path | None = None
         self._images: tuple[Path, ...] = ()
         self.templates: frozenset[str] = frozenset()  # template ids whose VMs are real guests
+        self.vm_patterns: tuple[str, ...] = ()  # and the VMs whose names match one of these (fnmatch)
         self._wanted: dict[str, str] = {}  # vm id -> Node name, for every real guest that runs
         self._nodes: dict[str, Any] = {}  # vm id -> RealNode that runs
         self._disks: dict[str, Any] = {}  # vm id -> the LoopDisks of its running node
@@ -55,19 +58,25 @@ class RealGuests:
         self._retry_at: dict[str, float] = {}  # vm id -> when to try a failed start again
         self._thread: threading.Thread | None = None
 
-    def configure(self, plane_dir: Path, images: tuple[Path, ...], template_ids: frozenset[str]) -> None:
-        """Guests of `template_ids` are real from now on, joined to the plane in `plane_dir`, with `images` (docker
-        archives, the pause image among them) in their containerd."""
+    def configure(self, plane_dir: Path, images: tuple[Path, ...], template_ids: frozenset[str],
+                  vm_patterns: tuple[str, ...] = ()) -> None:
+        """Guests of `template_ids`, and of VMs named like one of `vm_patterns`, are real from now on, joined to the
+        plane in `plane_dir`, with `images` (docker archives, the pause image among them) in their containerd."""
         if not (plane_dir / "state.json").exists():
             raise ValueError(f"no local control plane runs in {plane_dir}")
         for image in images:
             if not image.is_file():
                 raise ValueError(f"image archive {image} does not exist")
         with self._lock:
-            self._plane_dir, self._images, self.templates = plane_dir, images, template_ids
+            self._plane_dir, self._images = plane_dir, images
+            self.templates, self.vm_patterns = template_ids, vm_patterns
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="real-guests", daemon=True)
                 self._thread.start()
+
+    def claims(self, template_id: str | None, vm_name: str) -> bool:
+        """Whether this guest is real (its Node is the real kubelet's to write)."""
+        return template_id in self.templates or any(fnmatch.fnmatchcase(vm_name, p) for p in self.vm_patterns)
 
     def want(self, running: dict[str, str]) -> None:
         """The real guests that run now (vm id -> Node name); every other real node is stopped."""
@@ -79,7 +88,7 @@ class RealGuests:
 
     def describe(self) -> dict[str, Any]:
         with self._lock:
-            return {"templates": sorted(self.templates),
+            return {"templates": sorted(self.templates), "vms": list(self.vm_patterns),
                     "nodes": {vm: node.name for vm, node in self._nodes.items()},
                     "by_id": {vm: str(disks.by_id_dir) for vm, disks in self._disks.items()},
                     "errors": dict(self.errors)}

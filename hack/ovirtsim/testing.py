@@ -129,10 +129,12 @@ class ControlClient:
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")
 
-    def real_guests(self, plane_dir: Path, images: list[Path], templates: list[str]) -> dict[str, Any]:
-        """Guests of `templates` (ids or names) run as real nodes of the local control plane in `plane_dir`."""
+    def real_guests(self, plane_dir: Path, images: list[Path], templates: list[str] | None = None,
+                    vms: list[str] | None = None) -> dict[str, Any]:
+        """Guests of `templates` (ids or names), and of VMs named like `vms` (fnmatch patterns), run as real nodes
+        of the local control plane in `plane_dir`."""
         return self._call("POST", "/real-guests", {"plane": str(plane_dir), "images": [str(i) for i in images],
-                                                   "templates": templates})
+                                                   "templates": templates or [], "vms": vms or []})
 
     def real_nodes(self) -> dict[str, Any]:
         """{"templates": [...], "nodes": {vm id: Node name}, "errors": {vm id: why its node did not start}}"""

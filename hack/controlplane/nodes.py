@@ -12,6 +12,7 @@ What this kernel and sandbox need, and why, is in docs/architecture.md#real-node
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import os
@@ -37,6 +38,13 @@ CGROUP_V1 = Path("/sys/fs/cgroup")
 SLOTS_DIR = Path("/run/omc-nodes")
 MAX_SLOTS = 250  # 10.244.<slot>.0/24
 CNI_BIN_DIR = Path("/usr/lib/cni")
+# Machine-wide paths the kubelet and containerd 1.6 write whatever their configuration says; stop() removes what
+# a node left there: the CNI results of its sandboxes (libcni's cache, which containerd does not let us move), the
+# sockets of killed shims, the kubelet's container log links, and with the last node the device-plugin socket.
+CNI_RESULTS = Path("/var/lib/cni/results")
+SHIM_SOCKETS = Path("/run/containerd/s")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+KUBELET_DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
 # The sandbox ("pause") image every pod starts with; no registry is reachable, so it must have been imported.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 START_TIMEOUT_S = 90.0
@@ -340,12 +348,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         unmount_under(self.dir)
         self._remove_cgroups()
         if self.net:
+            self._remove_traces()
             subprocess.run(["ip", "link", "delete", self.net.bridge], capture_output=True)
             shutil.rmtree(SLOTS_DIR / str(self.net.slot), ignore_errors=True)
             self.net = None
             if not any(SLOTS_DIR.iterdir()):
-                _remove_kubelet_iptables()
+                _remove_last_node_traces()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _remove_traces(self) -> None:
+        """What this node's sandboxes and containers left outside its directory, found by their ids."""
+        cri = self.dir / "containerd" / "root" / "io.containerd.grpc.v1.cri"
+        for sandbox in _names(cri / "sandboxes"):
+            for result in CNI_RESULTS.glob(f"*-{sandbox}-*"):
+                result.unlink(missing_ok=True)
+            # containerd 1.6 names a shim's socket by the hash of its own address, namespace and the sandbox id.
+            digest = hashlib.sha256(f"{self.containerd_socket}/k8s.io/{sandbox}".encode()).hexdigest()
+            (SHIM_SOCKETS / digest).unlink(missing_ok=True)
+        for container in _names(cri / "containers"):
+            for link in CONTAINER_LOG_LINKS.glob(f"*-{container}.log"):
+                link.unlink(missing_ok=True)
 
     def _cgroup_dirs(self) -> list[Path]:
         """Every cgroup of this node, deepest first; the kubelet mirrors its tree into the empty cgroup v2
@@ -433,7 +455,13 @@ _KUBELET_CHAINS = {"filter": ("KUBE-FIREWALL", "KUBE-KUBELET-CANARY"), "nat": ("
                    "mangle": ("KUBE-IPTABLES-HINT", "KUBE-KUBELET-CANARY")}
 
 
-def _remove_kubelet_iptables() -> None:
+def _remove_last_node_traces() -> None:
+    (KUBELET_DEVICE_PLUGINS / "kubelet.sock").unlink(missing_ok=True)
+    for empty in (KUBELET_DEVICE_PLUGINS, KUBELET_DEVICE_PLUGINS.parent, CONTAINER_LOG_LINKS):
+        try:
+            empty.rmdir()
+        except OSError:  # not there, or someone else's files are in it
+            pass
     for tool in ("iptables", "ip6tables"):
         if not shutil.which(tool):
             continue
@@ -452,6 +480,13 @@ def _taint(spec: str) -> dict[str, str]:
     if not key or effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
         raise ValueError(f"taint {spec!r}: want key[=value]:NoSchedule|PreferNoSchedule|NoExecute")
     return {"key": key, "value": value, "effect": effect}
+
+
+def _names(directory: Path) -> list[str]:
+    try:
+        return [p.name for p in directory.iterdir()]
+    except OSError:
+        return []
 
 
 def _read(path: Path) -> str:

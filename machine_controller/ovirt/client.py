@@ -21,16 +21,12 @@ import tenacity
 
 from .connection import ConnectionPool, NoCredentials
 from .errors import ConflictError, NotFoundError, OvirtError, TransientError, classify
+from .search import equals
 
 T = TypeVar("T")
 # AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
 _DUPLICATE_MEMBER = "Duplicate VM"
 log = structlog.get_logger(__name__)
-
-
-def _quote(value: str) -> str:
-    # The engine's search language takes double-quoted values; a quote inside is escaped with a backslash.
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 class OvirtClient:
@@ -80,7 +76,8 @@ class OvirtClient:
         """Every VM of the cluster, each with its reported devices (the guest's addresses), tags and disks inlined,
         made into what `keep` returns as soon as the SDK's reader has read it: a full VM weighs tens of KiB, and a
         thousand of them at once would double the controller's memory for the moment of a list."""
-        query = {"search": f"cluster={_quote(cluster_name)}", "follow": "reported_devices,tags,disk_attachments.disk"}
+        query = {"search": equals("cluster", cluster_name, "cluster name"),
+                 "follow": "reported_devices,tags,disk_attachments.disk"}
 
         def fetch(conn: sdk.Connection) -> list[T]:
             # What VmsService.list does, without building the whole list first.
@@ -107,15 +104,16 @@ class OvirtClient:
 
     def vm_by_name(self, name: str) -> types.Vm | None:
         # The search matches patterns and is case-insensitive; identity is the exact name.
-        vms = self.call(f"search VM {name}", lambda s: s.vms_service().list(search=f"name={_quote(name)}"))
+        query = equals("name", name, "VM name")
+        vms = self.call(f"search VM {name}", lambda s: s.vms_service().list(search=query))
         exact = [v for v in vms if v.name == name]
         if len(exact) > 1:
             raise OvirtError(f"{len(exact)} VMs are named {name!r}; refusing to guess which one is the Machine's")
         return exact[0] if exact else None
 
     def template_by_name(self, name: str, cluster_id: str) -> types.Template | None:
-        tpls = self.call(f"search template {name}",
-                         lambda s: s.templates_service().list(search=f"name={_quote(name)}"))
+        query = equals("name", name, "template name")
+        tpls = self.call(f"search template {name}", lambda s: s.templates_service().list(search=query))
         exact = [t for t in tpls if t.name == name]
         # Templates of the same name may live in several data centers; prefer the one of the VM's cluster.
         in_cluster = [t for t in exact if t.cluster is not None and t.cluster.id == cluster_id]

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import ovirtsdk4.types as types
 
+from api.ids import is_ovirt_id
+from machine_controller.ovirt import search
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.errors import ConflictError, NotFoundError, OvirtError
 
@@ -61,8 +63,11 @@ class DiskRequest:
     description: str = ""
 
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def _require_id(what: str, value: str) -> None:
+    # An id goes into a URL path: one that is no engine UUID names nothing, and is answered so without asking
+    # the engine (a space or a slash would make another request, or one the engine cannot parse).
+    if not is_ovirt_id(value):
+        raise NotFoundError(f"{what} {value!r} is no engine id (a UUID): it names nothing")
 
 
 def status_of(disk: types.Disk) -> str:
@@ -75,6 +80,8 @@ class Disks:
 
     # --- lookups -----------------------------------------------------------------------------------------------
     def get(self, disk_id: str) -> types.Disk | None:
+        if not is_ovirt_id(disk_id):
+            return None
         try:
             return self.client.call(f"get disk {disk_id}",
                                     lambda s: s.disks_service().disk_service(disk_id).get())
@@ -84,16 +91,17 @@ class Disks:
     def find_by_name(self, name: str) -> types.Disk | None:
         # The search matches patterns and ignores case: identity is the exact name. Two disks of one claim's
         # name would mean something else made one; refuse to guess.
-        found = self.client.call(f"search disk {name}",
-                                 lambda s: s.disks_service().list(search=f"name={_quote(name)}"))
+        query = search.equals("name", name, "disk name")
+        found = self.client.call(f"search disk {name}", lambda s: s.disks_service().list(search=query))
         exact = [d for d in found if (d.name or d.alias) == name]
         if len(exact) > 1:
             raise OvirtError(f"{len(exact)} disks are named {name!r}; refusing to guess which one is the volume")
         return exact[0] if exact else None
 
     def storage_domain(self, name: str) -> types.StorageDomain | None:
+        query = search.equals("name", name, "storage domain name")
         sds = self.client.call(f"search storage domain {name}",
-                               lambda s: s.storage_domains_service().list(search=f"name={_quote(name)}"))
+                               lambda s: s.storage_domains_service().list(search=query))
         exact = [d for d in sds if d.name == name]
         return exact[0] if exact else None
 
@@ -150,6 +158,8 @@ class Disks:
 
     def attachment(self, vm_id: str, disk_id: str) -> types.DiskAttachment | None:
         # The attachment's id is the disk's id.
+        if not (is_ovirt_id(vm_id) and is_ovirt_id(disk_id)):
+            return None
         try:
             return self.client.call(f"get attachment of disk {disk_id} to VM {vm_id}", lambda s: s.vms_service()
                                     .vm_service(vm_id).disk_attachments_service().attachment_service(disk_id).get())
@@ -158,6 +168,8 @@ class Disks:
 
     def attach(self, vm_id: str, disk_id: str, read_only: bool = False) -> types.DiskAttachment:
         """Attach (idempotent: an existing attachment to this VM is returned). Never acts on a locked disk."""
+        _require_id("VM id", vm_id)
+        _require_id("disk id", disk_id)
         found = self.attachment(vm_id, disk_id)
         if found is not None:
             return found
@@ -180,6 +192,8 @@ class Disks:
 
     def detach(self, vm_id: str, disk_id: str) -> bool:
         """Detach, keeping the disk. False when it was not attached (or the VM is gone): not an error."""
+        if not (is_ovirt_id(vm_id) and is_ovirt_id(disk_id)):
+            return False
         try:
             self.client.call(f"detach disk {disk_id} from VM {vm_id}", lambda s: s.vms_service()
                              .vm_service(vm_id).disk_attachments_service().attachment_service(disk_id)

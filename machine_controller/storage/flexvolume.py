@@ -30,11 +30,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
+from api.ids import is_ovirt_id, vm_id_from_provider_id
+
 DRIVER = "ovirt/ovirt-flexvolume-driver"
 CONF_ENV = "OVIRT_FLEXDRIVER_CONF"
 CONF_NAME = "ovirt-flexvolume-driver.json"
 DEV_DIR_ENV = "OVIRT_FLEXDRIVER_BY_ID_DIR"   # tests point this at a directory of their own
-PROVIDER_PREFIX = "ovirt://"
 FS_TYPES = ("ext4", "xfs")
 VOLUME_ID = "volumeID"  # the key of the PV's flexVolume.options carrying the oVirt disk id
 
@@ -87,6 +88,8 @@ def disk_id_of(opts: dict) -> str:
     disk_id = str(opts.get(VOLUME_ID, "")).strip()
     if not disk_id:
         raise Failure(f"the volume's flexVolume.options has no {VOLUME_ID} (the oVirt disk id)")
+    if not is_ovirt_id(disk_id):
+        raise Failure(f"the volume's {VOLUME_ID} {disk_id!r} is no oVirt disk id (a UUID)")
     return disk_id
 
 
@@ -115,9 +118,10 @@ def node_vm_id(conf: dict, node_name: str) -> str:
     except (OSError, ValueError) as e:
         raise Failure(f"reading node {node_name}: {e}")
     provider_id = (node.get("spec") or {}).get("providerID", "")
-    if not provider_id.startswith(PROVIDER_PREFIX) or len(provider_id) == len(PROVIDER_PREFIX):
+    vm_id = vm_id_from_provider_id(provider_id)
+    if vm_id is None:
         raise Failure(f"node {node_name} has no oVirt providerID (got {provider_id!r}); cannot tell its VM")
-    return provider_id[len(PROVIDER_PREFIX):]
+    return vm_id
 
 
 def disks_from(conf: dict):
@@ -148,6 +152,8 @@ def device_links(disk_id: str) -> list[Path]:
 
 
 def find_device(disk_id: str) -> str | None:
+    if not is_ovirt_id(disk_id):  # a path made of anything else could name another device
+        return None
     for link in device_links(disk_id):
         if link.exists():
             return str(link.resolve())

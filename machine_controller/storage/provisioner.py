@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from machine_controller.ovirt import search
 from machine_controller.ovirt.errors import NotFoundError, OvirtError
 from machine_controller.runtime.controller import Result, TerminalError
 from machine_controller.runtime.events import EventRecorder
@@ -51,6 +52,10 @@ def parse_params(params: dict[str, str]) -> tuple[str, bool, str]:
     domain = p.get("storageDomainName") or p.get("ovirtStorageDomain") or ""
     if not domain:
         raise ValueError("parameter storageDomainName (or ovirtStorageDomain) is required")
+    try:
+        search.check(domain, "storage domain name")
+    except search.UnsearchableValue as e:
+        raise ValueError(f"parameter storageDomainName: {e}") from None
     thin_raw = p.get("thinProvisioning", "true").strip().lower()
     if thin_raw not in ("true", "false"):
         raise ValueError(f"parameter thinProvisioning must be true or false, got {p['thinProvisioning']!r}")

@@ -15,6 +15,8 @@ from typing import Any
 
 import grpc
 
+from api.ids import is_ovirt_id
+
 from ..flexvolume import current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
 from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import DEFAULT_FS, is_block, unsupported
@@ -53,6 +55,8 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
     caps = pb.NodeServiceCapability.RPC.Type
 
     def wait_device(volume_id: str) -> str:
+        if not is_ovirt_id(volume_id):  # volume ids are disk ids: anything else was never published here
+            raise not_found(f"volume {volume_id!r} is no oVirt disk id (a UUID)")
         deadline = time.monotonic() + device_wait_s
         while True:
             dev = find_device(volume_id)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import grpc
 
+from api.ids import is_ovirt_id
 from machine_controller.config import WORKERS, FlagParser, bounded
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
@@ -67,11 +68,16 @@ def read_credentials_dir(path: str) -> dict[str, str]:
 
 def node_id_of(args: argparse.Namespace) -> str:
     if args.node_id:
-        return args.node_id
-    try:
-        return Path(SMBIOS_UUID).read_text().strip().lower()
-    except OSError as e:
-        raise SystemExit(f"ovirt-csi-driver: --node-id not given and {SMBIOS_UUID} unreadable: {e}")
+        node_id, source = args.node_id, "--node-id"
+    else:
+        try:
+            node_id, source = Path(SMBIOS_UUID).read_text().strip().lower(), SMBIOS_UUID
+        except OSError as e:
+            raise SystemExit(f"ovirt-csi-driver: --node-id not given and {SMBIOS_UUID} unreadable: {e}")
+    # The node id is the VM id the controller side puts into URL paths: it must be an engine UUID.
+    if not is_ovirt_id(node_id):
+        raise SystemExit(f"ovirt-csi-driver: node id {node_id!r} (from {source}) is no oVirt VM id (a UUID)")
+    return node_id
 
 
 def listen_address(endpoint: str) -> str:

@@ -83,6 +83,39 @@ def test_create_refuses_bad_input_and_creates_nothing(env):
     assert disks.find_by_name(n) is None
 
 
+def test_names_that_are_patterns_or_quotes_are_refused_names_with_spaces_quoted(env):
+    """Issue 17 item 5: a volume named `*` (a wildcard even quoted), or holding a quote, backslash or newline, is
+    INVALID_ARGUMENT and makes no disk; a name with spaces is one quoted literal, found again on retry."""
+    csi, disks = env["csi"], env["disks"]
+    pb = csi.pb
+
+    def all_names() -> list[str]:
+        return [d.name for d in disks.client.call("list", lambda s: s.disks_service().list())]
+
+    for bad in ("*", "pvc-*", 'pvc-"quoted"', "pvc\\x", "pvc\nx"):
+        assert code(csi.create, bad) == grpc.StatusCode.INVALID_ARGUMENT, bad
+        assert bad not in all_names(), bad
+        assert code(csi.create, name(), parameters={"storageDomainName": bad}) == \
+            grpc.StatusCode.INVALID_ARGUMENT, bad
+        assert code(csi.controller.GetCapacity, pb.GetCapacityRequest(parameters={"storageDomainName": bad})) == \
+            grpc.StatusCode.INVALID_ARGUMENT, bad
+    spaced = f"my volume {uuid.uuid4().hex[:8]}"
+    vol = csi.create(spaced)
+    assert csi.create(spaced).volume_id == vol.volume_id
+    assert all_names().count(spaced) == 1
+    # Ids with spaces or slashes name nothing: answered at once, never an HTTP parse error retried.
+    for bad_id in ("a b", "../disks", "*"):
+        assert code(csi.controller.ControllerPublishVolume, pb.ControllerPublishVolumeRequest(
+            volume_id=bad_id, node_id=env["vms"][0], volume_capability=csi.mount_cap())) == grpc.StatusCode.NOT_FOUND
+        assert code(csi.controller.ControllerPublishVolume, pb.ControllerPublishVolumeRequest(
+            volume_id=vol.volume_id, node_id=bad_id, volume_capability=csi.mount_cap())) == grpc.StatusCode.NOT_FOUND
+        assert code(csi.controller.ControllerExpandVolume, pb.ControllerExpandVolumeRequest(
+            volume_id=bad_id, capacity_range=pb.CapacityRange(required_bytes=GIB))) == grpc.StatusCode.NOT_FOUND
+        assert code(csi.controller.DeleteVolume, pb.DeleteVolumeRequest(volume_id=bad_id)) == OK
+    csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=vol.volume_id))
+    assert spaced not in all_names()
+
+
 def test_capacity_range_and_idempotency_by_name(env):
     csi, disks = env["csi"], env["disks"]
     n = name()

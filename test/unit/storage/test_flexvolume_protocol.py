@@ -67,7 +67,8 @@ def test_failures_are_json_with_a_message(argv, tmp_path):
 
 def test_missing_conf_is_named(tmp_path):
     conf = tmp_path / "missing.json"
-    _, out = run_driver("attach", json.dumps({"volumeID": "d"}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
+    _, out = run_driver("attach", json.dumps({"volumeID": "8d5b3b2a-1c4e-4f7a-9d2b-0123456789ab"}), "node1",
+                        env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
     assert str(conf) in out["message"]
 
 
@@ -86,9 +87,10 @@ def test_waitforattach_finds_both_serial_forms(tmp_path, serial, link):
 
 
 def test_waitforattach_gives_up_with_the_names_it_looked_for(tmp_path):
-    _, out = run_driver("waitforattach", "", json.dumps({"volumeID": "abc"}),
+    disk_id = "8d5b3b2a-1c4e-4f7a-9d2b-0123456789ab"
+    _, out = run_driver("waitforattach", "", json.dumps({"volumeID": disk_id}),
                         env={"OVIRT_FLEXDRIVER_BY_ID_DIR": str(tmp_path), "OVIRT_FLEXDRIVER_WAIT_S": "0.5"})
-    assert out["status"] == "Failure" and "scsi-0QEMU_QEMU_HARDDISK_abc" in out["message"]
+    assert out["status"] == "Failure" and f"scsi-0QEMU_QEMU_HARDDISK_{disk_id}" in out["message"]
 
 
 def create_down_vm(conn, name: str) -> types.Vm:

@@ -141,6 +141,16 @@ def cluster() -> Iterator[Cluster]:
         yield Cluster(plane.kubeconfig("admin"), plane.kubeconfig("restricted"), kubectl, plane)
 
 
+@pytest.fixture(scope="session")
+def real_node_images(cluster: Cluster) -> tuple[Path, ...]:
+    """The docker archives a real node (hack/controlplane/nodes.py) imports: the pause image, built locally by
+    hack/images (no registry is reachable). Real nodes join the local control plane only."""
+    if cluster.plane is None:
+        pytest.skip("real nodes join the local control plane only; this run uses an existing cluster ($KUBECONFIG)")
+    images = pytest.importorskip("hack.images", reason="hack/images (issue 18, item 1) builds the pause image")
+    return (images.archive("pause"),)
+
+
 @pytest.fixture
 def namespace(cluster: Cluster, request) -> Iterator[str]:
     """A fresh namespace for one test, deleted afterwards (without waiting for it to finish terminating)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -18,20 +17,12 @@ from ovirtsdk4 import types
 
 from hack.controlplane.nodes import CGROUP_V1, PAUSE_IMAGE
 from hack.ovirtsim.testing import running_simulator
+from machine_controller.runtime.testing import wait_until
 from machines import unique_name
 
+WAIT = (60.0, 0.3)  # wait_until's timeout and interval: a real node starts and stops in seconds
+
 IGNITION = json.dumps({"ignition": {"version": "3.2.0"}})
-
-
-def _wait(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s")
-        time.sleep(0.3)
 
 
 @pytest.fixture
@@ -87,7 +78,8 @@ def _attach_disk(conn, vm_id: str, name: str) -> str:
     sd = next(s for s in system.storage_domains_service().list() if s.type == types.StorageDomainType.DATA)
     disk = system.disks_service().add(types.Disk(name=name, provisioned_size=2**30, format=types.DiskFormat.COW,
                                                  sparse=True, storage_domains=[types.StorageDomain(id=sd.id)]))
-    _wait(lambda: system.disks_service().disk_service(disk.id).get().status == types.DiskStatus.OK, "disk OK")
+    disk_svc = system.disks_service().disk_service(disk.id)
+    assert wait_until(lambda: disk_svc.get().status == types.DiskStatus.OK, *WAIT), "disk OK"
     system.vms_service().vm_service(vm_id).disk_attachments_service().add(types.DiskAttachment(
         disk=types.Disk(id=disk.id), interface=types.DiskInterface.VIRTIO_SCSI, bootable=False, active=True))
     return disk.id
@@ -103,9 +95,10 @@ def test_a_real_guest_runs_pods_and_stops_with_its_vm(cluster, real_sim, namespa
                  clone=True)
     svc = vms.vm_service(vm.id)
     try:
-        _wait(lambda: svc.get().status == types.VmStatus.DOWN, "VM created")
+        assert wait_until(lambda: svc.get().status == types.VmStatus.DOWN, *WAIT), "VM created"
         svc.start()
-        node = _wait(lambda: _ready_kubelet(cluster, name), f"real Node {name} Ready")
+        assert wait_until(lambda: _ready_kubelet(cluster, name), *WAIT), f"real Node {name} not Ready"
+        node = _ready_kubelet(cluster, name)
         assert node["status"]["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
         assert sim.control.vm(vm.id)["node_name"] == name
 
@@ -122,13 +115,14 @@ def test_a_real_guest_runs_pods_and_stops_with_its_vm(cluster, real_sim, namespa
         disk_id = _attach_disk(conn, vm.id, f"{name}-data")
         by_id = Path(sim.control.real_nodes()["by_id"][vm.id])
         link = by_id / f"scsi-0QEMU_QEMU_HARDDISK_{disk_id[:20]}"
-        _wait(link.exists, "the attached disk's by-id link on the node")
+        assert wait_until(link.exists, *WAIT), "the attached disk's by-id link on the node"
         assert stat.S_ISBLK(link.stat().st_mode) and link.resolve().name.startswith("loop")
         loop = link.resolve()
 
         # The qemu process dies: the kubelet, containerd and every container of the guest go with it.
         sim.control.crash_vm(vm.id)
-        _wait(lambda: vm.id not in sim.control.real_nodes()["nodes"], "real node stopped after the crash")
+        assert wait_until(lambda: vm.id not in sim.control.real_nodes()["nodes"], *WAIT), \
+            "real node stopped after the crash"
         for pid in (*containers, *daemons):
             assert not Path(f"/proc/{pid}").exists(), pid
         assert list(CGROUP_V1.glob(f"*/omc-node*-{name}")) == []
@@ -136,13 +130,15 @@ def test_a_real_guest_runs_pods_and_stops_with_its_vm(cluster, real_sim, namespa
         assert str(loop) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
 
         # Started again, the guest boots its node again; a power-off stops it.
-        _wait(lambda: svc.get().status == types.VmStatus.DOWN, "VM down after the crash")
+        assert wait_until(lambda: svc.get().status == types.VmStatus.DOWN, *WAIT), "VM down after the crash"
         svc.start()
-        _wait(lambda: vm.id in sim.control.real_nodes()["nodes"], "real node started again")
-        _wait(lambda: _kubelet_and_containerd(sim, vm.id), "kubelet and containerd of the rebooted guest")
+        assert wait_until(lambda: vm.id in sim.control.real_nodes()["nodes"], *WAIT), "real node started again"
+        assert wait_until(lambda: _kubelet_and_containerd(sim, vm.id), *WAIT), \
+            "kubelet and containerd of the rebooted guest"
         daemons = _kubelet_and_containerd(sim, vm.id)
         svc.stop()
-        _wait(lambda: vm.id not in sim.control.real_nodes()["nodes"], "real node stopped after the power-off")
+        assert wait_until(lambda: vm.id not in sim.control.real_nodes()["nodes"], *WAIT), \
+            "real node stopped after the power-off"
         for pid in daemons:
             assert not Path(f"/proc/{pid}").exists(), pid
         assert sim.control.real_nodes()["errors"] == {}
@@ -159,7 +155,8 @@ def test_a_machine_of_a_real_guest_runs_on_a_real_node(cluster, real_node_images
         m = menv.wait_phase(name, "Running", timeout=120)
         vm_id = m["metadata"]["annotations"]["VmId"]
         assert menv.sim.control.real_nodes()["nodes"][vm_id] == name
-        node = _wait(lambda: _ready_kubelet(cluster, name), f"real Node {name} Ready")
+        assert wait_until(lambda: _ready_kubelet(cluster, name), *WAIT), f"real Node {name} not Ready"
+        node = _ready_kubelet(cluster, name)
         assert node["spec"]["providerID"] == m["spec"]["providerID"] == f"ovirt://{vm_id}"
         assert m["status"]["nodeRef"]["name"] == name
         daemons = _kubelet_and_containerd(menv.sim, vm_id)
@@ -167,7 +164,8 @@ def test_a_machine_of_a_real_guest_runs_on_a_real_node(cluster, real_node_images
 
         cluster.kubectl("-n", menv.namespace, "delete", "machine", name, "--wait=false")
         menv.wait_gone(name, timeout=120)
-        _wait(lambda: vm_id not in menv.sim.control.real_nodes()["nodes"], "real node stopped with its VM")
+        assert wait_until(lambda: vm_id not in menv.sim.control.real_nodes()["nodes"], *WAIT), \
+            "real node stopped with its VM"
         for pid in daemons:
             assert not Path(f"/proc/{pid}").exists(), pid
     finally:

@@ -58,7 +58,10 @@ def node_ip() -> str:
     """The machine's address on its default route: what the kubelet registers as InternalIP, and where the API
     server dials it (loopback would do too, but pods and other nodes see the machine at this address)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.connect(("192.0.2.254", 9))  # no packet is sent: connect() on UDP only chooses the route
+        try:
+            s.connect(("192.0.2.254", 9))  # no packet is sent: connect() on UDP only chooses the route
+        except OSError:  # no route at all: the API server reaches the kubelet on loopback still
+            return "127.0.0.1"
         return s.getsockname()[0]
 
 

@@ -26,6 +26,11 @@ MIB = 1024 * 1024
 GIB = 1024 * MIB
 
 
+# Sizes travel as int64 (the API's provisioned_size, CSI's capacity_bytes, a PV's capacity): the largest disk is the
+# largest whole MiB int64 holds. The API server stores a claim of 8Ei as 2**63 - 1, which rounds up beyond it.
+MAX_DISK_BYTES = (2**63 - 1) // MIB * MIB
+
+
 def round_size(size_bytes: int, unit: int = MIB) -> int:
     """The smallest multiple of `unit` (>= one unit) not below `size_bytes`."""
     return max(unit, -(-int(size_bytes) // unit) * unit)

@@ -11,8 +11,9 @@ reclaim policy Delete has its disk detached from every VM, removed, then the PV 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
+from api.quantity import InvalidQuantity, parse_bytes
 from machine_controller.ovirt import search
 from machine_controller.ovirt.errors import NotFoundError, OvirtError
 from machine_controller.runtime.controller import Result, TerminalError
@@ -20,7 +21,8 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Resource, Rest, classify, is_not_found
 
-from .disks import GIB, DiskLocked, DiskRequest, Disks, made_by_csi, name_for_claim, status_of
+from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, made_by_csi, name_for_claim, round_size,
+                    status_of)
 from .flexvolume import DRIVER, FS_TYPES, VOLUME_ID
 from .metrics import StorageMetrics
 
@@ -32,19 +34,6 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SUPPORTED_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
 POLL_S = 1.0
 RETRY_S = 15.0
-
-_UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-          "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-
-
-def parse_quantity(q: str) -> int:
-    """Bytes of a Kubernetes quantity (integers and decimals with binary or decimal suffixes)."""
-    q = str(q).strip()
-    for suffix in sorted(_UNITS, key=len, reverse=True):
-        if q.endswith(suffix):
-            return int(-(-float(q[: -len(suffix)]) * _UNITS[suffix] // 1))
-    return int(-(-float(q) // 1))
-
 
 def parse_params(params: dict[str, str]) -> tuple[str, bool, str]:
     """(storage domain, thin, fs type) from StorageClass parameters; the historical and the CSI-era names."""
@@ -124,7 +113,13 @@ class Provisioner:
         request = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
         if not request:
             self._fail(pvc, "InvalidClaim", "the claim requests no storage size")
-        size = parse_quantity(request)
+        try:
+            size = parse_bytes(str(request), "spec.resources.requests.storage")
+        except InvalidQuantity as e:
+            self._fail(pvc, "InvalidClaim", str(e))
+        if round_size(size) > MAX_DISK_BYTES:
+            self._fail(pvc, "InvalidClaim", f"spec.resources.requests.storage {request} is larger than the largest "
+                       f"disk size ({MAX_DISK_BYTES} bytes: int64 in whole MiB)")
 
         disk = self.disks.find_by_name(pv_name)
         if disk is None:
@@ -166,7 +161,7 @@ class Provisioner:
                            f"({disk.provisioned_size} bytes) in {domain}")
         return None
 
-    def _fail(self, pvc: dict, reason: str, message: str) -> None:
+    def _fail(self, pvc: dict, reason: str, message: str) -> NoReturn:
         self.metrics.failed.labels(reason).inc()
         self.events.warning(pvc, "ProvisioningFailed", message)
         raise TerminalError(message)

@@ -215,3 +215,26 @@ def test_engine_faults_never_half_made(senv, ovirt, fault):
     assert len(senv.disks_named(pv_name)) == 1
     pv = senv.get("pv", pv_name)
     assert pv["spec"]["flexVolume"]["options"]["volumeID"] == senv.disks_named(pv_name)[0].id
+
+
+def _refused(senv, claim_name: str, says: str) -> None:
+    """A ProvisioningFailed event saying `says`, the claim Pending, and no disk made for it."""
+    claim = senv.get("pvc", "-n", senv.ns, claim_name)
+    msgs = wait_for(lambda: [m for r, m in senv.events(claim_name) if r == "ProvisioningFailed" and says in m],
+                    what=f"ProvisioningFailed saying {says!r} for {claim_name}")
+    assert msgs
+    assert (senv.get("pvc", "-n", senv.ns, claim_name) or {}).get("status", {}).get("phase") == "Pending"
+    assert not senv.disks_named(f"pvc-{claim['metadata']['uid']}")
+
+
+@pytest.mark.parametrize("size, says", [
+    ("1500m", "fractions of a byte"),  # a typo for 1500M: 1.5 bytes
+    # The API server stores this as int64's largest value, which whole MiB would round beyond int64.
+    ("8Ei", "largest"),
+])
+def test_sizes_out_of_range_are_refused_with_an_event(senv, size, says):
+    """Issue 17 item 6: never a crash or a silent Pending claim, nothing made."""
+    senv.start()
+    sc = senv.storage_class("Delete")
+    senv.pvc("odd-size", sc, size=size)
+    _refused(senv, "odd-size", says)

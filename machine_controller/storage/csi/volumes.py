@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..disks import CSI_DESCRIPTION_PREFIX, GIB, round_size
+from ..disks import CSI_DESCRIPTION_PREFIX, GIB, MAX_DISK_BYTES, round_size
 from ..flexvolume import FS_TYPES
 from ..provisioner import parse_params
 from .errors import CsiError, invalid
@@ -71,6 +71,9 @@ def size_for(capacity_range: Any) -> int:
     if limit and required > limit:
         raise invalid(f"required_bytes {required} exceeds limit_bytes {limit}")
     size = round_size(required or (min(DEFAULT_SIZE, limit) if limit else DEFAULT_SIZE))
+    if size > MAX_DISK_BYTES:
+        raise CsiError(grpc.StatusCode.OUT_OF_RANGE, f"required_bytes {required} is larger than the largest disk "
+                       f"size ({MAX_DISK_BYTES} bytes: int64 in whole MiB)")
     if limit and size > limit:
         raise CsiError(grpc.StatusCode.OUT_OF_RANGE,
                        f"the engine allocates whole MiB: {size} bytes is the smallest size >= {required} and it "

@@ -116,6 +116,14 @@ def test_names_that_are_patterns_or_quotes_are_refused_names_with_spaces_quoted(
     assert spaced not in all_names()
 
 
+def test_a_size_beyond_int64_in_whole_mib_is_out_of_range(env):
+    """Issue 17 item 6: int64's largest value rounds up to whole MiB beyond int64; refused, nothing made."""
+    csi, disks = env["csi"], env["disks"]
+    n = name()
+    assert code(csi.create, n, required=2**63 - 1) == grpc.StatusCode.OUT_OF_RANGE
+    assert disks.find_by_name(n) is None
+
+
 def test_capacity_range_and_idempotency_by_name(env):
     csi, disks = env["csi"], env["disks"]
     n = name()

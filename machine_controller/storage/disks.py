@@ -59,6 +59,17 @@ class DiskIllegal(OvirtError):
     """The engine reports the disk illegal: creating it failed on storage; it must be removed, not used."""
 
 
+class DiskTooLarge(OvirtError):
+    """The size exceeds the storage domain's whole capacity: no amount of freed space makes it fit."""
+
+
+def domain_capacity(sd: types.StorageDomain) -> int | None:
+    """Everything the domain holds, free or used (`available` + `used`), or None when the engine reports neither."""
+    if sd.available is None and sd.used is None:
+        return None
+    return (sd.available or 0) + (sd.used or 0)
+
+
 @dataclass(frozen=True)
 class DiskRequest:
     name: str
@@ -116,12 +127,18 @@ class Disks:
         sd = self.storage_domain(req.storage_domain)
         if sd is None:
             raise NotFoundError(f"storage domain {req.storage_domain!r} not found")
+        size = round_size(req.size_bytes)
+        capacity = domain_capacity(sd)
+        # A disk larger than the whole domain can never be written full, even thin: refused, never made.
+        if capacity is not None and size > capacity:
+            raise DiskTooLarge(f"{size} bytes is more than storage domain {sd.name} can ever hold "
+                               f"({capacity} bytes in all, available and used)")
         block = sd.storage is not None and sd.storage.type in (
             types.StorageType.ISCSI, types.StorageType.FCP)
         # Thin on block storage must be QCOW (the engine refuses raw+sparse there); preallocated is always raw.
         fmt = types.DiskFormat.COW if (req.thin and block) else types.DiskFormat.RAW
         disk = types.Disk(name=req.name, alias=req.name, description=req.description or None,
-                          provisioned_size=round_size(req.size_bytes), format=fmt, sparse=req.thin,
+                          provisioned_size=size, format=fmt, sparse=req.thin,
                           storage_domains=[types.StorageDomain(id=sd.id)])
         query = {"correlation_id": correlation_id} if correlation_id else None
         return self.client.call(f"create disk {req.name}",

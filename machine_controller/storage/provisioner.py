@@ -21,8 +21,8 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Resource, Rest, classify, is_not_found
 
-from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, made_by_csi, name_for_claim, round_size,
-                    status_of)
+from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, DiskTooLarge, made_by_csi, name_for_claim,
+                    round_size, status_of)
 from .flexvolume import DRIVER, FS_TYPES, VOLUME_ID
 from .metrics import StorageMetrics
 
@@ -34,6 +34,7 @@ PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 SUPPORTED_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
 POLL_S = 1.0
 RETRY_S = 15.0
+TOO_LARGE_RETRY_S = 300.0  # a storage domain grows only when an admin extends it
 
 def parse_params(params: dict[str, str]) -> tuple[str, bool, str]:
     """(storage domain, thin, fs type) from StorageClass parameters; the historical and the CSI-era names."""
@@ -56,6 +57,11 @@ def parse_params(params: dict[str, str]) -> tuple[str, bool, str]:
     if unknown:
         raise ValueError(f"unknown parameters: {', '.join(unknown)}")
     return domain, thin_raw == "true", fs
+
+
+def _is_clone_or_snapshot(source: dict) -> bool:
+    group, kind = source.get("apiGroup") or "", source.get("kind")
+    return (group, kind) in (("", "PersistentVolumeClaim"), ("snapshot.storage.k8s.io", "VolumeSnapshot"))
 
 
 class Provisioner:
@@ -98,6 +104,21 @@ class Provisioner:
         if self.pvs.get(pv_name) is not None:
             return None  # made already; kube-controller-manager binds it
         spec = pvc.get("spec") or {}
+        # Both are immutable on a claim, so refusing is final, as external-provisioner refuses them: a new empty
+        # disk would neither be chosen by the labels asked for nor hold the data the claim names.
+        if spec.get("selector"):
+            self._fail(pvc, "UnsupportedSelector", "claim Selector is not supported: oVirt disks are made on "
+                       "demand and carry no labels to select (make the claim without spec.selector)")
+        source = spec.get("dataSourceRef") or spec.get("dataSource")
+        if source:
+            if not _is_clone_or_snapshot(source):
+                # Another kind is a volume populator's: it provisions through a claim of its own, without a
+                # data source, which this provisioner serves (external-provisioner leaves such claims alone too).
+                return None
+            self._fail(pvc, "UnsupportedDataSource",
+                       f"claim data source {source.get('kind')} {source.get('name')!r} is not supported: "
+                       f"{PROVISIONER} cannot clone a volume or restore a snapshot, and an empty disk would not hold "
+                       "its data")
         modes = spec.get("accessModes") or ["ReadWriteOnce"]
         bad = [m for m in modes if m not in SUPPORTED_MODES]
         if bad:
@@ -126,6 +147,11 @@ class Provisioner:
             try:
                 disk = self.disks.create(DiskRequest(name=pv_name, size_bytes=size, storage_domain=domain, thin=thin,
                                                      description=f"PVC {key} (uid {uid})"), correlation_id=uid)
+            except DiskTooLarge as e:
+                # Only a larger domain would change this: said once, looked at again rarely.
+                self.metrics.failed.labels("too-large").inc()
+                self.events.warning(pvc, "ProvisioningFailed", f"claim {key} requests {request}: {e}")
+                return Result(requeue_after=TOO_LARGE_RETRY_S)
             except NotFoundError as e:
                 self.metrics.failed.labels("storage-domain").inc()
                 self.events.warning(pvc, "ProvisioningFailed", str(e))

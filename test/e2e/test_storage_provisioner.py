@@ -238,3 +238,22 @@ def test_sizes_out_of_range_are_refused_with_an_event(senv, size, says):
     sc = senv.storage_class("Delete")
     senv.pvc("odd-size", sc, size=size)
     _refused(senv, "odd-size", says)
+
+
+@pytest.mark.parametrize("what, extra, says", [
+    ("selector", {"selector": {"matchLabels": {"tier": "gold"}}}, "Selector is not supported"),
+    ("clone", {"dataSource": {"kind": "PersistentVolumeClaim", "name": "origin"}}, "cannot clone"),
+    ("snapshot", {"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"}},
+     "restore a snapshot"),
+    ("too-large", {"resources": {"requests": {"storage": "2Ti"}}}, "can ever hold"),  # nfs-data holds 1 TiB
+])
+def test_claims_the_provisioner_cannot_honour_are_refused(senv, cluster, what, extra, says):
+    """Issue 17 item 7: a selector or a data source is not served with a new empty disk, nor a size larger than
+    the whole storage domain (available + used); ProvisioningFailed says why and no disk is made."""
+    senv.start()
+    sc = senv.storage_class("Delete")
+    spec = {"storageClassName": sc, "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+            **extra}
+    cluster.kubectl("apply", "-n", senv.ns, "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": what}, "spec": spec}))
+    _refused(senv, what, says)

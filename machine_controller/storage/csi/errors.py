@@ -17,7 +17,7 @@ from machine_controller.ovirt.errors import (AuthenticationError, BadRequestErro
                                              TransientError)
 from machine_controller.runtime.logging import get_logger
 
-from ..disks import DiskIllegal, DiskLocked
+from ..disks import DiskIllegal, DiskLocked, DiskTooLarge
 from ..flexvolume import Failure
 
 log = get_logger(__name__)
@@ -51,6 +51,8 @@ def status_of(err: BaseException) -> tuple[grpc.StatusCode, str]:
         return err.code, str(err)
     if isinstance(err, NotFoundError):
         return grpc.StatusCode.NOT_FOUND, str(err)
+    if isinstance(err, DiskTooLarge):  # the spec's "unsupported capacity_range"
+        return grpc.StatusCode.OUT_OF_RANGE, str(err)
     if isinstance(err, DiskLocked):
         # The engine holds the disk (creating, extending): the spec's "operation pending for this volume".
         return grpc.StatusCode.ABORTED, str(err)

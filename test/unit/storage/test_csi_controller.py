@@ -124,6 +124,18 @@ def test_a_size_beyond_int64_in_whole_mib_is_out_of_range(env):
     assert disks.find_by_name(n) is None
 
 
+def test_a_size_the_storage_domain_can_never_hold_is_out_of_range(env):
+    """Issue 17 item 7: more than the domain's available + used bytes is OUT_OF_RANGE (thin or not), nothing made."""
+    csi, disks = env["csi"], env["disks"]
+    sd = disks.storage_domain("nfs-data")
+    total = sd.available + sd.used
+    n = name()
+    assert code(csi.create, n, required=total + GIB) == grpc.StatusCode.OUT_OF_RANGE
+    assert disks.find_by_name(n) is None
+    vol = csi.create(n, required=GIB)  # the same name, a size that fits: made
+    csi.controller.DeleteVolume(csi.pb.DeleteVolumeRequest(volume_id=vol.volume_id))
+
+
 def test_capacity_range_and_idempotency_by_name(env):
     csi, disks = env["csi"], env["disks"]
     n = name()

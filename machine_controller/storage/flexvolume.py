@@ -9,8 +9,9 @@ unexpected exception, becomes `{"status": "Failure", "message": ...}`. Unknown c
 Configuration: a JSON file written by the DaemonSet that installs the driver (`$OVIRT_FLEXDRIVER_CONF`, else
 `ovirt-flexvolume-driver.json` next to the executable): the oVirt credentials (the same keys as the
 controller's credentials Secret) and, for the commands that name a node (attach, isattached, detach, which run
-on the masters), the Kubernetes API server, a service-account token file and its CA. The node's VM is its
-Node's `spec.providerID` (`ovirt://<vm id>`): never a name search, never a host kubeconfig.
+on the masters), the Kubernetes API server, a service-account token file and its CA. The node's VM is the VM its
+Node's `spec.providerID` (`ovirt://<vm id>`) names, and only if that VM bears the Node's name (a providerID can be
+copied from another Node); never a host kubeconfig.
 
 Devices: a disk attached over virtio-scsi shows under `/dev/disk/by-id` as `scsi-0QEMU_QEMU_HARDDISK_<serial>`
 (over virtio-blk as `virtio-<serial>`); the serial is the disk id, in full or cut to 20 characters depending on
@@ -181,12 +182,26 @@ def _json_and_node(args: list[str]) -> tuple[dict, str]:
     raise Failure("neither argument is the options JSON")
 
 
+def the_nodes_vm(conf: dict, node_name: str, disks) -> str:
+    """The id of the Node's VM, proven: the VM its providerID names must bear the Node's name, which the engine
+    keeps unique (docs/architecture.md#acting-only-on-what-is-ours). A providerID copied from another Node names
+    another VM, whose disks this driver must not touch."""
+    vm_id = node_vm_id(conf, node_name)
+    vm = disks.client.vm(vm_id)
+    if vm is None:
+        raise Failure(f"node {node_name}'s providerID names VM {vm_id}, which does not exist")
+    if vm.name != node_name:
+        raise Failure(f"node {node_name}'s providerID names VM {vm_id}, which is named {vm.name!r}, not "
+                      f"{node_name!r}: not the node's VM, so no disk is attached to or detached from it")
+    return vm_id
+
+
 def cmd_attach(args: list[str]) -> dict:
     opts, node = _json_and_node(args)
     disk_id = disk_id_of(opts)
     conf = load_conf()
-    vm_id = node_vm_id(conf, node)
     disks = disks_from(conf)
+    vm_id = the_nodes_vm(conf, node, disks)
     read_only = opts.get("kubernetes.io/readwrite") == "ro"
     disks.attach(vm_id, disk_id, read_only=read_only)
     # The device path is the by-id link; waitforattach resolves it on the node.
@@ -197,8 +212,8 @@ def cmd_isattached(args: list[str]) -> dict:
     opts, node = _json_and_node(args)
     disk_id = disk_id_of(opts)
     conf = load_conf()
-    vm_id = node_vm_id(conf, node)
-    att = disks_from(conf).attachment(vm_id, disk_id)
+    disks = disks_from(conf)
+    att = disks.attachment(the_nodes_vm(conf, node, disks), disk_id)
     return success(attached=att is not None and att.active is not False)
 
 
@@ -207,8 +222,8 @@ def cmd_detach(args: list[str]) -> dict:
         raise Failure("expected <volume name> <node name>")
     volume_name, node = args[0], args[1]
     conf = load_conf()
-    vm_id = node_vm_id(conf, node)
     disks = disks_from(conf)
+    vm_id = the_nodes_vm(conf, node, disks)
     # kubelet passes the PV name, which the provisioner gives the disk too (one name per claim).
     disk = disks.find_by_name(volume_name.replace("~", "_"))
     if disk is None:

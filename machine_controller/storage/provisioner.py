@@ -59,6 +59,21 @@ def parse_params(params: dict[str, str]) -> tuple[str, bool, str]:
     return domain, thin_raw == "true", fs
 
 
+def description_for(claim_key: str, claim_uid: str) -> str:
+    """The mark of this provisioner's disks (docs/storage.md#coexistence): the claim it was made for."""
+    return f"PVC {claim_key} (uid {claim_uid})"
+
+
+def made_for(disk, pv: dict) -> bool:
+    """Whether this provisioner made `disk` for the claim of `pv`: the disk bears the PV's name, which is
+    `pvc-<claim uid>`, and the description it wrote for that claim. A PV written by hand (or copied) that names
+    another disk, a VM's or another claim's, proves nothing and gets nothing removed."""
+    name, ref = (pv.get("metadata") or {}).get("name"), (pv.get("spec") or {}).get("claimRef") or {}
+    uid = ref.get("uid") or ""
+    return bool(uid) and name == name_for_claim(uid) and (disk.name or disk.alias) == name and \
+        disk.description == description_for(f"{ref.get('namespace')}/{ref.get('name')}", uid)
+
+
 def _is_clone_or_snapshot(source: dict) -> bool:
     group, kind = source.get("apiGroup") or "", source.get("kind")
     return (group, kind) in (("", "PersistentVolumeClaim"), ("snapshot.storage.k8s.io", "VolumeSnapshot"))
@@ -146,7 +161,7 @@ class Provisioner:
         if disk is None:
             try:
                 disk = self.disks.create(DiskRequest(name=pv_name, size_bytes=size, storage_domain=domain, thin=thin,
-                                                     description=f"PVC {key} (uid {uid})"), correlation_id=uid)
+                                                     description=description_for(key, uid)), correlation_id=uid)
             except DiskTooLarge as e:
                 # Only a larger domain would change this: said once, looked at again rarely.
                 self.metrics.failed.labels("too-large").inc()
@@ -226,10 +241,12 @@ class Provisioner:
         if disk_id:
             try:
                 disk = self.disks.get(disk_id)
-                if disk is not None and made_by_csi(disk):
-                    # A PV of ours naming a disk of the CSI driver (edited by hand): never remove another's disk.
-                    self.events.warning(pv, "VolumeFailedDelete", f"oVirt disk {disk_id} belongs to the CSI driver "
-                                        "(csi.ovirt.org); not removing it")
+                if disk is not None and not made_for(disk, pv):
+                    # The annotation says ours, the disk does not: never remove (nor detach) another's disk.
+                    whose = ("belongs to the CSI driver (csi.ovirt.org)" if made_by_csi(disk) else
+                             f"({disk.name!r}, described {disk.description or ''!r}) was not made by {PROVISIONER} "
+                             "for this volume's claim")
+                    self.events.warning(pv, "VolumeFailedDelete", f"oVirt disk {disk_id} {whose}; not removing it")
                     return None
                 for vm_id in self.disks.attachments_of_disk(disk_id):
                     self.disks.detach(vm_id, disk_id)

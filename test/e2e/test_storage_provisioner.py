@@ -12,6 +12,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
+import ovirtsdk4.types as types
 import pytest
 import yaml
 
@@ -257,3 +258,43 @@ def test_claims_the_provisioner_cannot_honour_are_refused(senv, cluster, what, e
     cluster.kubectl("apply", "-n", senv.ns, "-f", "-", input=yaml.safe_dump({
         "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": what}, "spec": spec}))
     _refused(senv, what, says)
+
+
+@pytest.mark.parametrize("case", ["a VM's disk", "another claim's disk"])
+def test_a_released_volume_naming_a_disk_not_made_for_it_keeps_the_disk(senv, cluster, case):
+    """Issue 17 item 1: a PV written by hand (or copied) with this provisioner's annotation and reclaim policy
+    Delete names a disk; the provisioner removes a disk only when the disk proves it made it for that PV's claim
+    (its name is the PV's, pvc-<claim uid>, and its description names the claim). Otherwise VolumeFailedDelete,
+    and disk and PV stay."""
+    senv.start()
+    other_uid = str(uuid.uuid4())
+    if case == "a VM's disk":
+        disk_name, description = f"precious-{other_uid[:6]}", "data of a VM"
+    else:  # made by the provisioner for another claim, whose PV this one copies
+        disk_name, description = f"pvc-{other_uid}", f"PVC {senv.ns}/other (uid {other_uid})"
+    disk = senv.conn.system_service().disks_service().add(types.Disk(
+        name=disk_name, description=description, provisioned_size=GIB, format=types.DiskFormat.RAW,
+        storage_domains=[types.StorageDomain(name="nfs-data")]))
+    pv_name = f"pvc-{uuid.uuid4()}"  # a name of the provisioner's form, for a claim that never was
+    claim_uid = pv_name[len("pvc-"):]
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
+        "apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": pv_name, "annotations": {"pv.kubernetes.io/provisioned-by": "ovirt-volume-provisioner"}},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "persistentVolumeReclaimPolicy": "Delete",
+                 "claimRef": {"namespace": senv.ns, "name": "gone", "uid": claim_uid},
+                 "flexVolume": {"driver": "ovirt/ovirt-flexvolume-driver", "fsType": "ext4",
+                                "options": {"volumeID": disk.id}}}}))
+    try:
+        def refused():
+            ev = senv.get("events", "-A", "--field-selector", f"involvedObject.name={pv_name}") or {}
+            return [e["message"] for e in ev.get("items", []) if e["reason"] == "VolumeFailedDelete"]
+
+        msgs = wait_for(refused, what="VolumeFailedDelete for the PV naming a disk not made for it")
+        assert any("was not made by ovirt-volume-provisioner" in m for m in msgs), msgs
+        assert senv.disks_named(disk_name), "the disk was removed"
+        assert senv.get("pv", pv_name) is not None
+    finally:
+        cluster.kubectl("delete", "pv", pv_name, "--ignore-not-found", check=False)
+        for d in senv.disks_named(disk_name):
+            senv.conn.system_service().disks_service().disk_service(d.id).remove()

@@ -128,7 +128,7 @@ class _Nodes(BaseHTTPRequestHandler):
 def engine(tmp_path):
     with running_simulator(tmp_path) as sim:
         conn = sim.connection()
-        vm = create_down_vm(conn, "worker-0")
+        vm = create_down_vm(conn, "node-a")  # a Node's VM bears the Node's name
         conn.close()
         pool = ConnectionPool(size=1)
         pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
@@ -137,7 +137,9 @@ def engine(tmp_path):
         sd = disks.storage_domain("nfs-data")
         disk = disks.create(DiskRequest(name="pvc-flex", size_bytes=1 * GIB, storage_domain=sd.name))
         disks.wait_ok(disk.id, timeout_s=30, interval_s=0.2)
-        _Nodes.nodes = {"node-a": {"spec": {"providerID": f"ovirt://{vm.id}"}}, "node-b": {"spec": {}}}
+        _Nodes.nodes = {"node-a": {"spec": {"providerID": f"ovirt://{vm.id}"}}, "node-b": {"spec": {}},
+                        # A providerID copied from node-a: names node-a's VM, which is not node-c's.
+                        "node-c": {"spec": {"providerID": f"ovirt://{vm.id}"}}}
         server = HTTPServer(("127.0.0.1", 0), _Nodes)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         token = tmp_path / "token"
@@ -181,3 +183,19 @@ def test_node_without_provider_id_or_unknown(engine):
     assert out["status"] == "Failure" and "providerID" in out["message"]
     _, out = run_driver("attach", opts, "node-z", env=engine["env"])
     assert out["status"] == "Failure" and "node-z not found" in out["message"]
+
+
+def test_a_node_naming_another_nodes_vm_gets_nothing_attached(engine):
+    """Issue 17 item 1: node-c's providerID was copied from node-a; the VM it names is named node-a, so attach,
+    isattached and detach for node-c are refused and node-a's VM keeps exactly what it had."""
+    env, disk_id, vm_id, disks = engine["env"], engine["disk"], engine["vm"], engine["disks"]
+    opts = json.dumps({"volumeID": disk_id, "kubernetes.io/pvOrVolumeName": "pvc-flex"})
+    for argv in (("attach", opts, "node-c"), ("isattached", opts, "node-c")):
+        _, out = run_driver(*argv, env=env)
+        assert out["status"] == "Failure" and "not the node's VM" in out["message"], out
+    assert disks.attachment(vm_id, disk_id) is None
+    _, out = run_driver("attach", opts, "node-a", env=env)
+    assert out["status"] == "Success"
+    _, out = run_driver("detach", "pvc-flex", "node-c", env=env)
+    assert out["status"] == "Failure" and "not the node's VM" in out["message"], out
+    assert disks.attachment(vm_id, disk_id) is not None  # node-a's attachment untouched

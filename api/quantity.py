@@ -59,7 +59,8 @@ def parse_bytes(text: str, what: str = "size") -> int:
     value, exponent = _parse(text)
     if exponent < 0:
         raise InvalidQuantity(f"{what} {text!r} is given in fractions of a byte (the suffixes m, u and n are "
-                              "thousandths, millionths and billionths): write it in bytes or with a suffix such as Mi or Gi")
+                              "thousandths, millionths and billionths): write it in bytes or with a suffix such "
+                              "as Mi or Gi")
     if value <= 0:
         raise InvalidQuantity(f"{what} {text!r} must be greater than zero")
     value = value.to_integral_value(rounding=ROUND_CEILING)

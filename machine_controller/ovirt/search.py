@@ -1,4 +1,5 @@
-"""User strings in the engine's search language: quoted here, once, or refused (docs/architecture.md#acting-only-on-what-is-ours).
+"""User strings in the engine's search language: quoted here, once, or refused
+(docs/architecture.md#acting-only-on-what-is-ours).
 
 A search value is a pattern, not a literal (docs/compatibility.md#listing-and-search): `*` is a wildcard even
 inside double quotes, so a CSI volume named `*` would match every disk. Callers compare the names the search

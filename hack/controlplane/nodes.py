@@ -136,6 +136,7 @@ class RealNode:
         self.pids: dict[str, int] = {}
         self.kubelet_port = 0
         self.started_at = 0.0
+        self._started_wall = 0.0
 
     def __enter__(self) -> "RealNode":
         self.start()
@@ -182,12 +183,15 @@ class RealNode:
         self._ctr("images", "import", str(archive))
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> float:
-        """Wait until the Node reports Ready; return the seconds since the kubelet started."""
+        """Wait until this kubelet reports the Node Ready (a Node of the name left Ready by an earlier kubelet
+        does not count: its heartbeat is older); return the seconds since the kubelet started."""
         deadline = time.monotonic() + timeout
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._started_wall - 1))
         while True:
-            r = self._kubectl("get", "node", self.name, "-o",
-                              "jsonpath={.status.conditions[?(@.type=='Ready')].status}")
-            if r.returncode == 0 and r.stdout.strip() == "True":
+            r = self._kubectl("get", "node", self.name, "-o", "jsonpath={range .status.conditions[?(@.type=='Ready')]}"
+                              "{.status} {.lastHeartbeatTime}{end}")
+            status, _, heartbeat = r.stdout.strip().partition(" ")
+            if r.returncode == 0 and status == "True" and heartbeat >= started:
                 return time.monotonic() - self.started_at
             for name, pid in self.pids.items():
                 if not _alive(pid):
@@ -322,7 +326,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         }
         config_path = self.dir / "kubelet.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        self.started_at = time.monotonic()
+        self.started_at, self._started_wall = time.monotonic(), time.time()
         self._spawn("kubelet", [
             str(binaries.path("kubelet")), f"--config={config_path}", f"--kubeconfig={kubeconfig}",
             f"--root-dir={self.dir / 'kubelet'}", f"--cert-dir={self.dir / 'kubelet-pki'}",
@@ -339,25 +343,35 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     # --- stop -----------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop the kubelet and containerd, kill every container and shim of this node, unmount, remove its
-        cgroups, bridge and directory. Safe to call twice, and on a half-started node."""
-        if "kubelet" in self.pids:
-            stop_process_group("kubelet", self.pids.pop("kubelet"))
-        self._kill_cgroup_tree()
-        self._kill_shims()
-        if "containerd" in self.pids:
-            stop_process_group("containerd", self.pids.pop("containerd"))
-        self._kill_shims()
-        # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
-        unmount_under(self.dir)
-        self._remove_cgroups()
-        if self.net:
-            self._remove_traces()
-            subprocess.run(["ip", "link", "delete", self.net.bridge], capture_output=True)
-            shutil.rmtree(SLOTS_DIR / str(self.net.slot), ignore_errors=True)
-            self.net = None
-            if not any(SLOTS_DIR.iterdir()):
-                _remove_last_node_traces()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        cgroups, bridge and directory. Safe to call twice, and on a half-started node. Every step is taken even
+        when one fails (a node half stopped would go on running unowned); the first failure is raised after."""
+        failures: list[Exception] = []
+        for step in (lambda: self._stop_process("kubelet"), self._kill_cgroup_tree, self._kill_shims,
+                     lambda: self._stop_process("containerd"), self._kill_shims,
+                     # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
+                     lambda: unmount_under(self.dir), self._remove_cgroups, self._release_slot,
+                     lambda: shutil.rmtree(self.dir, ignore_errors=True)):
+            try:
+                step()
+            except Exception as exc:
+                _log(f"node {self.name}: stopping: {exc!r}")
+                failures.append(exc)
+        if failures:
+            raise failures[0]
+
+    def _stop_process(self, name: str) -> None:
+        if name in self.pids:
+            stop_process_group(name, self.pids.pop(name))
+
+    def _release_slot(self) -> None:
+        if not self.net:
+            return
+        self._remove_traces()
+        subprocess.run(["ip", "link", "delete", self.net.bridge], capture_output=True)
+        shutil.rmtree(SLOTS_DIR / str(self.net.slot), ignore_errors=True)
+        self.net = None
+        if not any(SLOTS_DIR.iterdir()):
+            _remove_last_node_traces()
 
     def _remove_traces(self) -> None:
         """What this node's sandboxes and containers left outside its directory, found by their ids."""
@@ -379,10 +393,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         if not self.cgroup:
             return out
         for ctl in (*_cgroup_controllers(), CGROUP_V1 / "unified"):
-            top = ctl / self.cgroup.lstrip("/")
-            if top.is_dir():
-                out.extend(p for p in top.rglob("*") if p.is_dir())
-                out.append(top)
+            # os.walk, not rglob: the runtime removes a killed container's cgroup while we walk, and os.walk skips
+            # what vanished where rglob raises.
+            for parent, dirs, _files in os.walk(ctl / self.cgroup.lstrip("/")):
+                out.append(Path(parent))
         return sorted(out, key=lambda p: len(p.parts), reverse=True)
 
     def _kill_cgroup_tree(self) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from ovirtsdk4 import types
 
+from hack.controlplane.cluster import _alive
 from hack.controlplane.nodes import CGROUP_V1, PAUSE_IMAGE
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.runtime.testing import wait_until
@@ -124,7 +125,7 @@ def test_a_real_guest_runs_pods_and_stops_with_its_vm(cluster, real_sim, namespa
         assert wait_until(lambda: vm.id not in sim.control.real_nodes()["nodes"], *WAIT), \
             "real node stopped after the crash"
         for pid in (*containers, *daemons):
-            assert not Path(f"/proc/{pid}").exists(), pid
+            assert not _alive(pid), pid  # gone, or a zombie its parent has yet to reap
         assert list(CGROUP_V1.glob(f"*/omc-node*-{name}")) == []
         assert not link.exists()
         assert str(loop) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
@@ -140,7 +141,7 @@ def test_a_real_guest_runs_pods_and_stops_with_its_vm(cluster, real_sim, namespa
         assert wait_until(lambda: vm.id not in sim.control.real_nodes()["nodes"], *WAIT), \
             "real node stopped after the power-off"
         for pid in daemons:
-            assert not Path(f"/proc/{pid}").exists(), pid
+            assert not _alive(pid), pid  # gone, or a zombie its parent has yet to reap
         assert sim.control.real_nodes()["errors"] == {}
     finally:
         cluster.kubectl("delete", "node", name, "--wait=false", check=False)
@@ -167,6 +168,6 @@ def test_a_machine_of_a_real_guest_runs_on_a_real_node(cluster, real_node_images
         assert wait_until(lambda: vm_id not in menv.sim.control.real_nodes()["nodes"], *WAIT), \
             "real node stopped with its VM"
         for pid in daemons:
-            assert not Path(f"/proc/{pid}").exists(), pid
+            assert not _alive(pid), pid  # gone, or a zombie its parent has yet to reap
     finally:
         cluster.kubectl("delete", "node", name, "--wait=false", check=False)

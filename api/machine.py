@@ -60,6 +60,10 @@ class MachineConditionReason(StrEnum):
     HOOK_PRESENT = "HookPresent"
     DRAIN_ERROR = "DrainError"
     START_REFUSED = "StartRefused"
+    # The Machine named an instance that is not its own (docs/architecture.md#acting-only-on-what-is-ours).
+    INSTANCE_NOT_OWNED = "InstanceNotOwned"
+    # Deleting: the cloud cannot tell whether the instance is off, so nothing is sent to it yet.
+    INSTANCE_STATE_UNKNOWN = "InstanceStateUnknown"
 
 
 # A lifecycle hook name: CamelCase, optionally prefixed by a DNS subdomain and "/" (openshift/api).

@@ -39,6 +39,18 @@ class ActionRefused(ActuatorError):
     without doubling it. A lost answer is a plain ActuatorError: the action may have happened."""
 
 
+class InstanceNotOwned(ActuatorError):
+    """The object names (by providerID or a recorded instance id) an instance that is not its own: another
+    Machine's, named in a copied manifest (docs/architecture.md#acting-only-on-what-is-ours). Nothing was done to
+    that instance. The controller reports it and drops the Machine's references to it (`instance_id`,
+    `provider_id`); the Machine then goes on with the instance of its own name."""
+
+    def __init__(self, message: str, instance_id: str, provider_id: str):
+        super().__init__(message)
+        self.instance_id = instance_id
+        self.provider_id = provider_id
+
+
 class MissingDependency(ActuatorError):
     """Something the spec names does not exist in the cloud yet (a template, a network...). Reported to the
     user as a Warning event and `InstanceExists=False`, and checked again with backoff: an admin may create it."""
@@ -51,7 +63,9 @@ class Progress:
     """The outcome of one step: done, or what is awaited and when to look again.
 
     `problem` is set when the instance exists but the cloud refuses to move it on (for example no host can run
-    it): the controller shows it as a Warning event and a condition, and keeps retrying."""
+    it): the controller shows it as a Warning event and a condition, and keeps retrying. A deletion step with a
+    problem and no `requeue_after` (the cloud cannot tell whether the instance is off, so nothing is sent to it)
+    is retried with the work queue's per-object backoff."""
 
     done: bool
     requeue_after: float = 0.0

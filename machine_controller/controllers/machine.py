@@ -26,7 +26,8 @@ from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import Actuator, ActuatorError, InvalidMachineConfiguration, MissingDependency, Progress
+from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
+                       Progress)
 from .drain import Drainer
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
@@ -117,6 +118,8 @@ class MachineReconciler:
             self._events.warning(obj, "FailedCreate", f"InvalidConfiguration: {e}")
             self._invalid(obj, machine, str(e))
             return None
+        except InstanceNotOwned as e:
+            return self._not_owned(obj, machine, e)
         except MissingDependency as e:
             self._create_problem(obj, machine, str(e))
             raise
@@ -155,6 +158,33 @@ class MachineReconciler:
                                     ConditionSeverity.WARNING, message)
         self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
 
+    def _not_owned(self, obj: dict, machine: Machine, e: InstanceNotOwned) -> Result:
+        """The Machine named an instance that is not its own (a manifest copied from another Machine carries its
+        providerID and VmId): a Warning event and `InstanceExists=False` say which, and the references are dropped,
+        so that neither this controller nor nodelink (which matches Nodes by providerID) takes that instance for
+        this Machine's again. The next pass goes on with the instance of the Machine's own name
+        (docs/architecture.md#acting-only-on-what-is-ours)."""
+        message = f"{e}; the Machine's references to it are dropped, and it goes on with the instance of its name"
+        self._events.warning(obj, MachineConditionReason.INSTANCE_NOT_OWNED, message)
+        annotations = machine.metadata.annotations
+        dropped: dict[str, Any] = {k: None for k in (keys.ANNOTATION_VM_ID, keys.ANNOTATION_INSTANCE_STATE)
+                                   if k in annotations}
+        if annotations.get(keys.ANNOTATION_VM_ID) not in (None, e.instance_id):
+            dropped.pop(keys.ANNOTATION_VM_ID)  # another id, not the one refused: the next look judges it
+        drop_provider_id = machine.spec.provider_id == e.provider_id
+        if dropped or drop_provider_id:
+            obj.update(self._patch_meta(obj, {"annotations": dropped},
+                                        spec={"providerID": None} if drop_provider_id else None))
+            for k in dropped:
+                annotations.pop(k, None)
+            if drop_provider_id:
+                machine.spec.provider_id = None
+            machine.metadata.resource_version = obj["metadata"]["resourceVersion"]
+        condition = false_condition(MachineConditionType.INSTANCE_EXISTS, MachineConditionReason.INSTANCE_NOT_OWNED,
+                                    ConditionSeverity.WARNING, message)
+        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
+        return Result(requeue=True)
+
     def _record_instance(self, obj: dict, machine: Machine, progress: Progress) -> None:
         """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id."""
         if not progress.instance_id:
@@ -168,6 +198,8 @@ class MachineReconciler:
     def _refresh(self, obj: dict, machine: Machine) -> Result | None:
         try:
             st = self._actuator.status(machine)
+        except InstanceNotOwned as e:
+            return self._not_owned(obj, machine, e)
         except ActuatorError as e:
             condition = unknown_condition(MachineConditionType.INSTANCE_EXISTS,
                                           MachineConditionReason.ERROR_CHECKING_PROVIDER, str(e))
@@ -224,12 +256,18 @@ class MachineReconciler:
             return None
         try:
             progress = self._actuator.delete(machine)
+        except InstanceNotOwned as e:
+            return self._not_owned(obj, machine, e)
         except ActuatorError:
             self._metrics.delete_failed.labels(machine.metadata.name, machine.metadata.namespace,
                                                MachineErrorReason.DELETE_ERROR).inc()
             raise
         if not progress.done:
             self._record_instance(obj, machine, progress)  # the State column follows powering_down, down...
+            if progress.problem:
+                self._delete_problem(obj, machine, progress.problem)
+                if not progress.requeue_after:
+                    return Result(requeue=True)  # the queue's backoff for this Machine, growing while it lasts
             return Result(requeue_after=progress.requeue_after or self._timing.instance_deleting_s)
         if node:
             try:
@@ -241,6 +279,15 @@ class MachineReconciler:
         finalizers = [f for f in machine.metadata.finalizers if f != keys.MACHINE_FINALIZER]
         self._patch_meta(obj, {"finalizers": finalizers})
         return None
+
+    def _delete_problem(self, obj: dict, machine: Machine, message: str) -> None:
+        """The cloud cannot say whether the instance is off (its host does not answer): nothing is sent to it, and
+        `InstanceRunning=Unknown` with a Warning event says why the deletion waits
+        (docs/fencing.md#why-the-deletion-path-is-fence-safe-too)."""
+        self._events.warning(obj, MachineConditionReason.INSTANCE_STATE_UNKNOWN, message)
+        condition = unknown_condition(MachineConditionType.INSTANCE_RUNNING,
+                                      MachineConditionReason.INSTANCE_STATE_UNKNOWN, message)
+        self._write_status(obj, machine, MachinePhase.DELETING, conditions=[condition])
 
     # --- writes ---------------------------------------------------------------------------------------------
     def _annotate(self, obj: dict, machine: Machine, annotations: dict[str, str],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import structlog
 
+from api.machine import MachineConditionReason
 from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_object, unless_own_write,
                                                    when_changed)
 from machine_controller.runtime.events import EventRecorder
@@ -18,7 +19,7 @@ from machine_controller.runtime.kube import Rest, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import Instances
+from .actuator import InstanceNotOwned, Instances
 from .node_status import node_ready
 from .resources import NODES
 
@@ -43,7 +44,14 @@ class NodeInstanceReconciler:
         pid = (node.get("spec") or {}).get("providerID") or ""
         if pid and not self._instances.owns(pid):
             return None  # another provider's Node
-        instance = self._instances.find(name, pid or None)
+        try:
+            instance = self._instances.find(name, pid or None)
+        except InstanceNotOwned as e:
+            # A Node's providerID cannot be changed once set: it is reported, and the Node is neither deleted nor
+            # watched for that instance (docs/architecture.md#acting-only-on-what-is-ours).
+            self._events.warning(node, MachineConditionReason.INSTANCE_NOT_OWNED, str(e))
+            log.warning("node names an instance that is not its own", node=name, provider_id=pid)
+            return None
         if not pid:
             if instance is None:
                 return None  # not an instance of ours (yet); a later Node event brings us back

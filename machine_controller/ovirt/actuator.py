@@ -6,6 +6,9 @@ where the VM is, does the next idempotent step(s) and says how long to wait befo
 half-built by an earlier attempt or a killed controller is therefore found (by its id once known, else by
 its exact name: oVirt refuses a second VM of the same name) and finished, never duplicated and never left
 stopped (docs/compatibility.md#go-provider-defects).
+
+A VM is a Machine's only when it bears the Machine's name: an id is a hint that saves a search, never a proof
+(docs/architecture.md#acting-only-on-what-is-ours).
 """
 
 from __future__ import annotations
@@ -26,12 +29,15 @@ from api.machine import Machine
 from api.meta import NodeAddress
 from api.provider_spec import OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
 from api.validation import load_provider_spec
-from machine_controller.controllers.actuator import InstanceStatus, InvalidMachineConfiguration, Progress
+from machine_controller.controllers.actuator import (InstanceNotOwned, InstanceStatus, InvalidMachineConfiguration,
+                                                     Progress)
 
 from .addresses import machine_addresses, usable_ips
 from .client import OvirtClient
 from .engine_limits import check_memory, check_vm_name
-from .errors import BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError
+from .cluster_inputs import USER_DATA_PATH
+from .errors import (BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError,
+                     UnreadableRequestError)
 from .lookups import Lookups
 from .snapshots import NotYet, VmSnapshots
 from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
@@ -67,7 +73,8 @@ class _PollBackoff:
         self._first = first
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[str, int]] = {}
-        self._planned: dict[tuple[str, str], tuple[float, Progress]] = {}  # (verb, VM id) -> (next look, answer)
+        # (verb, Machine key) -> (next look, answer): a Machine is never answered with what another was told.
+        self._planned: dict[tuple[str, str], tuple[float, Progress]] = {}
 
     def next(self, vm_id: str, state: str, cap: float) -> float:
         with self._lock:
@@ -80,18 +87,21 @@ class _PollBackoff:
         now = time.monotonic()
         return math.ceil((now + interval) / interval) * interval - now + _ALIGN_SLACK_S
 
-    def plan(self, verb: str, progress: Progress) -> Progress:
-        if progress.instance_id and not progress.done:
-            with self._lock:
-                self._planned[(verb, progress.instance_id)] = (time.monotonic() + progress.requeue_after, progress)
+    def plan(self, verb: str, key: str, progress: Progress) -> Progress:
+        with self._lock:
+            if progress.instance_id and not progress.done:
+                self._planned[(verb, key)] = (time.monotonic() + progress.requeue_after, progress)
+            else:
+                self._planned.pop((verb, key), None)
         return progress
 
-    def early(self, verb: str, vm_id: str | None) -> Progress | None:
-        """What `verb` said at its last look, with the time left until the next one, when a Machine comes back
-        before it (its own writes wake it): nothing in the engine is awaited sooner, so nothing is asked."""
+    def early(self, verb: str, key: str, vm_id: str | None) -> Progress | None:
+        """What `verb` said to the Machine `key` at its last look, with the time left until the next one, when it
+        comes back before it (its own writes wake it) still naming the same VM: nothing in the engine is awaited
+        sooner, so nothing is asked."""
         with self._lock:
-            planned = self._planned.get((verb, vm_id or ""))
-        if planned is None:
+            planned = self._planned.get((verb, key))
+        if planned is None or planned[1].instance_id != vm_id:
             return None
         left = planned[0] - time.monotonic()
         if left <= _ALIGN_SLACK_S:
@@ -99,11 +109,11 @@ class _PollBackoff:
         # The problem, if any, was reported at that look; saying it again would repeat its event.
         return replace(planned[1], requeue_after=left, problem=None)
 
-    def forget(self, vm_id: str | None) -> None:
+    def forget(self, vm_id: str | None, key: str) -> None:
         with self._lock:
             self._seen.pop(vm_id or "", None)
             for verb in ("provision", "delete"):
-                self._planned.pop((verb, vm_id or ""), None)
+                self._planned.pop((verb, key), None)
 
 
 def vm_id_of(machine: Machine) -> str | None:
@@ -161,7 +171,11 @@ class OvirtActuator:
 
     # --- lookup -------------------------------------------------------------------------------------------------
     def find_vm(self, machine: Machine, may_defer: bool = False, creating: bool = False) -> types.Vm | None:
-        """The Machine's VM: by id once known (a renamed VM stays the Machine's), else by exact name. From the
+        """The Machine's VM: the VM of the Machine's name, which the engine keeps unique. A known id (the VmId
+        annotation, the providerID, the VM just created) saves the search, but the VM it finds is the Machine's
+        only when it bears the Machine's name: else InstanceNotOwned is raised, and that VM is neither adopted,
+        reported, stopped nor removed (a manifest copied from another Machine carries its ids; a VM renamed in
+        the engine is no longer the Machine's). From the
         shared list of its cluster when the spec names one the engine has, else asked on its own. With
         `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py). With
         `creating` (the look before a create), an older list may say that no VM has the Machine's name: the
@@ -176,7 +190,7 @@ class OvirtActuator:
             if vm is None and known not in self._removed:  # absent from a list newer than our removal: gone
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
-                return vm
+                return _owned(machine, vm)
         named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name,
                                                    absent_may_be_stale=creating and not known) if v.id]
         if len(named) > 1:
@@ -186,11 +200,11 @@ class OvirtActuator:
         return named[0] if named else None
 
     def _find_directly(self, machine: Machine) -> types.Vm | None:
-        known = vm_id_of(machine)
+        known = self._known_id(machine)
         if known:
             vm = self.client.vm(known)
             if vm is not None:
-                return vm
+                return _owned(machine, vm)
         return self.client.vm_by_name(machine.metadata.name)
 
     def _cluster_of(self, machine: Machine) -> types.Cluster | None:
@@ -211,8 +225,8 @@ class OvirtActuator:
     def _acted_on(self, vm_id: str) -> None:
         self._acted[vm_id] = self.snapshots.now()
 
-    def _forget(self, vm_id: str | None) -> None:
-        self._polls.forget(vm_id)
+    def _forget(self, vm_id: str | None, key: str) -> None:
+        self._polls.forget(vm_id, key)
         self._acted.pop(vm_id or "", None)
         self._os_disk_ok.discard(vm_id or "")
         self._configured.discard(vm_id or "")
@@ -225,13 +239,13 @@ class OvirtActuator:
     # --- provisioning -------------------------------------------------------------------------------------------
     def provision(self, machine: Machine) -> Progress:
         spec = self.spec_of(machine)
-        early = self._polls.early("provision", self._known_id(machine))
+        early = self._polls.early("provision", machine.key, self._known_id(machine))
         if early is not None:
             return early
         try:
-            return self._polls.plan("provision", self._provision(machine, spec))
+            return self._polls.plan("provision", machine.key, self._provision(machine, spec))
         except NotYet as e:
-            return self._polls.plan("provision", _next_list(machine, e, self._known_id(machine)))
+            return self._polls.plan("provision", machine.key, _next_list(machine, e, self._known_id(machine)))
         except (NotFoundError, BadRequestError):
             # Something we kept (a template, a group) may be gone or recreated: look everything up again.
             self._lookups.forget()
@@ -262,7 +276,7 @@ class OvirtActuator:
         if status in _BOOTING:
             return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
         if status in _RUNNING:
-            self._polls.forget(vm.id)
+            self._polls.forget(vm.id, machine.key)
             self._os_disk_ok.discard(vm.id)
             self._configured.discard(vm.id)
             return Progress(done=True, instance_id=vm.id, instance_state=status.value)
@@ -304,6 +318,12 @@ class OvirtActuator:
         try:
             created = self.client.create_vm(vm, clone=spec.effective_clone,
                                             correlation_id=_correlation(machine, "create"))
+        except UnreadableRequestError as e:
+            # The name is checked above and the rest of the request is made of checked values and ids: what the
+            # engine cannot read is the user data, and reading it again will not change that.
+            raise InvalidMachineConfiguration(
+                f"{USER_DATA_PATH}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's user "
+                f"data: {e}") from None
         except ConflictError:
             # The name is taken: an earlier attempt whose answer we lost created it. It is ours.
             existing = self.client.vm_by_name(name)
@@ -422,21 +442,32 @@ class OvirtActuator:
     # --- deletion -----------------------------------------------------------------------------------------------
     def delete(self, machine: Machine) -> Progress:
         """Stop, detach every non-bootable disk (so PV disks survive, BZ 2024328), remove; resumable."""
-        early = self._polls.early("delete", vm_id_of(machine))
+        early = self._polls.early("delete", machine.key, self._known_id(machine))
         if early is not None:
             return early
         try:
-            return self._polls.plan("delete", self._delete(machine))
+            return self._polls.plan("delete", machine.key, self._delete(machine))
         except NotYet as e:
-            return self._polls.plan("delete", _next_list(machine, e, self._known_id(machine)))
+            return self._polls.plan("delete", machine.key, _next_list(machine, e, self._known_id(machine)))
 
     def _delete(self, machine: Machine) -> Progress:
+        known = self._known_id(machine)
         vm = self.find_vm(machine, may_defer=True)
         if vm is None:
-            self._forget(vm_id_of(machine))
+            self._forget(known, machine.key)  # a VM of another name would have been refused by find_vm
             self._created.pop(machine.key, None)
             return Progress(done=True)
         status = vm.status
+        if status == types.VmStatus.UNKNOWN:
+            # The engine has lost the VM's host: a stop cannot be carried out or confirmed, and the VM may still
+            # run and write to its disks. Nothing is sent until the engine sees it again (or fences the host); the
+            # Machine says so and is looked at again with its queue's backoff
+            # (docs/fencing.md#why-the-deletion-path-is-fence-safe-too).
+            return Progress(done=False, instance_id=vm.id, instance_state=status.value,
+                            waiting_for="the engine to see the VM again",
+                            problem=f"VM {vm.name} ({vm.id}) is unknown to the engine (its host does not answer): "
+                                    "it cannot be confirmed down, so it is neither stopped nor removed until the "
+                                    "engine reports it again")
         if status == types.VmStatus.DOWN:
             for att in self.client.disk_attachments(vm.id):
                 if not att.bootable:
@@ -458,6 +489,22 @@ class OvirtActuator:
         except ConflictError as e:
             return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
         return self._wait(vm, self._timing.stopping_s, "the VM to stop")
+
+
+def _owned(machine: Machine, vm: types.Vm) -> types.Vm:
+    """`vm`, found by an id the Machine knows, when it bears the Machine's name; else InstanceNotOwned naming the
+    fields that pointed at it."""
+    name = machine.metadata.name
+    if vm.name == name:
+        return vm
+    fields = [f for f, value in ((f"metadata.annotations[{keys.ANNOTATION_VM_ID}]",
+                                  machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)),
+                                 ("spec.providerID", vm_id_from_provider_id(machine.spec.provider_id)))
+              if value == vm.id]
+    raise InstanceNotOwned(
+        f"{' and '.join(fields) or 'the id recorded for it'} names VM {vm.id}, which is named {vm.name!r}, not "
+        f"{name!r}: a VM is a Machine's only when it bears the Machine's name, so that VM is left alone",
+        vm.id, provider_id(vm.id))
 
 
 def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[types.DiskAttachment]) -> None:

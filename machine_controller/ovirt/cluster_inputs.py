@@ -4,11 +4,13 @@ Ignition user data, and the API/ingress VIPs that must never be reported as a Ma
 from __future__ import annotations
 
 import base64
+import re
 import threading
 import time
 
 import structlog
 
+from machine_controller.controllers.actuator import InvalidMachineConfiguration
 from machine_controller.runtime.informer import EventHandler
 from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, classify, is_not_found
 
@@ -18,6 +20,11 @@ from .errors import MissingDependencyError
 
 log = structlog.get_logger(__name__)
 _VIP_CACHE_S = 60.0
+USER_DATA_PATH = "spec.providerSpec.value.userDataSecret"
+# What XML 1.0 cannot carry (a strict UTF-8 decoding has no surrogates): the SDK writes the user data into the
+# create request's XML, cutting it short at a NUL and sending other control characters as they are, which the
+# engine then refuses with 400 (docs/compatibility.md#user-data).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # OpenShift's cluster-wide Infrastructure object: where the API and ingress VIPs of an oVirt cluster are.
 INFRASTRUCTURES = Resource("config.openshift.io", "v1", "infrastructures", "Infrastructure", namespaced=False)
 
@@ -50,7 +57,9 @@ class CredentialsWatch:
 
 
 class UserData:
-    """The Ignition config of a Machine, from its user-data secret (key `userData`, docs/compatibility.md#user-data)."""
+    """The Ignition config of a Machine, from its user-data secret (key `userData`, docs/compatibility.md#user-data).
+    Text the engine could never take (not UTF-8, or characters its XML cannot carry) is an invalid configuration
+    naming the field, found before any VM exists."""
 
     def __init__(self, rest: Rest):
         self._rest = rest
@@ -65,7 +74,19 @@ class UserData:
         raw = (secret.get("data") or {}).get("userData")
         if not raw:
             raise MissingDependencyError(f"user-data secret {namespace}/{name} has no key userData")
-        return base64.b64decode(raw).decode()
+        data = base64.b64decode(raw)
+        where = f"{USER_DATA_PATH}: Invalid value: {name!r}: the userData of Secret {namespace}/{name}"
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidMachineConfiguration(
+                f"{where} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        bad = _NOT_XML.search(text)
+        if bad:
+            raise InvalidMachineConfiguration(
+                f"{where} holds the control character U+{ord(bad.group()):04X} at offset {bad.start()}, which the "
+                "oVirt API cannot carry")
+        return text
 
 
 class ClusterVips:

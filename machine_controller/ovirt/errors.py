@@ -43,10 +43,17 @@ class BadRequestError(OvirtError):
     """The engine refused the request as invalid (400) for a reason that retrying will not change."""
 
 
+class UnreadableRequestError(BadRequestError):
+    """400 because the engine could not read the request body at all: a free text it carried (a VM's user data)
+    holds something the API's XML cannot."""
+
+
 class AuthenticationError(OvirtError):
     """The engine refused the credentials (401/403 after the SDK's own re-login)."""
 
 
+# The engine's REST layer (UsageFinder) and the simulator on a body they cannot parse.
+_UNREADABLE_TEXTS = ("request syntactically incorrect", "failed to parse the request body")
 # Engine texts that mean "a state conflict that will pass" even when sent with another status code.
 _TRANSIENT_TEXTS = (
     "is locked",
@@ -86,7 +93,8 @@ def classify(err: BaseException, what: str = "") -> OvirtError:
         # No code: the SDK failed before or while reading the answer (a dropped connection surfaces so).
         return TransientError(message)
     if code == 400:
-        return BadRequestError(message)
+        unreadable = any(t in text.lower() for t in _UNREADABLE_TEXTS)
+        return UnreadableRequestError(message) if unreadable else BadRequestError(message)
     return OvirtError(message)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ovirtsdk4.types as types
 
 from api.ids import is_ovirt_provider_id, provider_id, vm_id_from_provider_id
-from machine_controller.controllers.actuator import NodeInstance
+from machine_controller.controllers.actuator import InstanceNotOwned, NodeInstance
 
 from .client import OvirtClient
 from .snapshots import VmSnapshots
@@ -21,7 +21,9 @@ class OvirtInstances:
 
     def find(self, node_name: str, pid: str | None) -> NodeInstance | None:
         """By VM id first; by the Node's name only as a fallback, so a VM is reported gone only when it is
-        missing both ways. A failed lookup raises (an engine outage must never look like a missing VM).
+        missing both ways. A failed lookup raises (an engine outage must never look like a missing VM). A VM found
+        by id is the Node's only when it bears the Node's name; else InstanceNotOwned, and nothing is said of
+        that VM (docs/architecture.md#acting-only-on-what-is-ours).
 
         A new Node (no providerID yet) is named after a VM that was in the list of its cluster moments ago (its
         Machine waited on it there): that list says which VM it is, so naming a Node costs the engine nothing.
@@ -30,6 +32,10 @@ class OvirtInstances:
         vm_id = vm_id_from_provider_id(pid)
         if vm_id:
             vm = self._client.vm(vm_id)
+            if vm is not None and vm.name != node_name:
+                raise InstanceNotOwned(
+                    f"spec.providerID names VM {vm.id}, which is named {vm.name!r}, not {node_name!r}: a Node's VM "
+                    "is the VM of its name, so that VM is left alone", vm.id, provider_id(vm.id))
         if vm is None:
             vm = (None if pid else self._seen(name=node_name)) or self._client.vm_by_name(node_name)
         if vm is None:

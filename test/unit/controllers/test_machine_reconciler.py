@@ -16,8 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from api import keys
 from api.meta import NodeAddress, format_time, now
-from machine_controller.controllers.actuator import (ActuatorError, InstanceStatus, InvalidMachineConfiguration,
-                                                     MissingDependency, Progress)
+from machine_controller.controllers.actuator import (ActuatorError, InstanceNotOwned, InstanceStatus,
+                                                     InvalidMachineConfiguration, MissingDependency, Progress)
 from machine_controller.controllers.machine import MachineReconciler
 from machine_controller.controllers.machine_metrics import MachineMetrics
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, internal_ip_index,
@@ -109,6 +109,19 @@ NO_HOST = Progress(done=False, requeue_after=30.0, waiting_for="start", instance
                    problem="Cannot run VM. There is no host that satisfies current scheduling constraints.")
 POWERING_DOWN = Progress(done=False, instance_id=VM, instance_state="powering_down")
 GONE_FROM_CLOUD = Progress(done=True)
+# Another Machine's VM, named in a copied manifest (docs/architecture.md#acting-only-on-what-is-ours).
+OTHER_VM = "9f1c2b7e-0000-4000-8000-0000000000aa"
+OTHER_PID = f"ovirt://{OTHER_VM}"
+COPIED = {keys.ANNOTATION_VM_ID: OTHER_VM, keys.ANNOTATION_INSTANCE_STATE: "up"}
+
+
+def not_owned() -> InstanceNotOwned:
+    return InstanceNotOwned(f"spec.providerID names VM {OTHER_VM}, which is named 'worker-9', not {NAME!r}",
+                            OTHER_VM, OTHER_PID)
+
+
+UNREACHABLE = Progress(done=False, instance_id=VM, instance_state="unknown",
+                       problem="VM worker-0 is unknown to the engine (its host does not answer)")
 
 
 @dataclass
@@ -195,6 +208,16 @@ def _missing_dependency_told(w: World) -> None:
     assert w.events.recorded[0].message == "template rhcos-tpl not found"
     exists = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceExists")
     assert exists["message"] == "template rhcos-tpl not found" and exists["severity"] == "Warning"
+
+
+def _references_to_the_other_vm_dropped(w: World) -> None:
+    m = w.machine()
+    assert m["spec"].get("providerID") != OTHER_PID
+    assert m["metadata"]["annotations"].get(keys.ANNOTATION_VM_ID) != OTHER_VM
+    told = w.events.recorded[0].message
+    assert OTHER_VM in told and "worker-9" in told
+    exists = next(c for c in m["status"]["conditions"] if c["type"] == "InstanceExists")
+    assert exists["message"] == told and exists["severity"] == "Warning"
 
 
 def _own_writes_wake_nothing(w: World) -> None:
@@ -361,7 +384,28 @@ ROWS = [
         annotations={keys.ANNOTATION_INSTANCE_STATE: "Unknown"}, calls={"status": 1}, check=_state_unknown),
     Row("a Provisioned Machine that never had an instance goes back to Provisioning", machine("Provisioned"),
         [Result(requeue=True)], status=[None], phase="Provisioning", calls={"status": 1}),
+    # --- an instance that is not the Machine's (docs/architecture.md#acting-only-on-what-is-ours) ---------------
+    Row("a copied Machine naming another's VM -> told, references dropped, then its own VM",
+        machine(annotations=COPIED, provider_id=OTHER_PID), [Result(requeue=True), Result(requeue_after=7.0)],
+        provision=[not_owned(), CLONING], phase="Provisioning",
+        conditions={"InstanceExists": "False/InstanceNotOwned"},
+        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+        events=[("Warning", "InstanceNotOwned")], calls={"provision": 2}, check=_references_to_the_other_vm_dropped),
+    Row("a Running Machine whose references name another's VM -> told, references dropped, phase kept",
+        machine("Running", node=True, provider_id=OTHER_PID, annotations=COPIED), [Result(requeue=True)],
+        status=[not_owned()], phase="Running", conditions={"InstanceExists": "False/InstanceNotOwned"},
+        events=[("Warning", "InstanceNotOwned")], calls={"status": 1}, check=_references_to_the_other_vm_dropped),
+    Row("deleting a copied Machine leaves the other's VM and ends with nothing of its own",
+        machine("Deleting", deleting=True, annotations=COPIED, provider_id=OTHER_PID),
+        [Result(requeue=True), None], delete=[not_owned(), GONE_FROM_CLOUD], phase=GONE,
+        events=[("Warning", "InstanceNotOwned"), ("Normal", "Deleted")], calls={"delete": 2}),
     # --- deletion ---------------------------------------------------------------------------------------------
+    Row("deletion: the instance's state is unknown -> InstanceRunning Unknown, retried with the queue's backoff",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue=True)],
+        node=node_obj(True), delete=[UNREACHABLE], phase="Deleting",
+        conditions={"InstanceRunning": "Unknown/InstanceStateUnknown", "Drained": "True"},
+        annotations={keys.ANNOTATION_INSTANCE_STATE: "unknown"}, events=[("Warning", "InstanceStateUnknown")],
+        node_after="cordoned", calls={"delete": 1}),
     Row("deletion: Deleting, Node cordoned, a PodDisruptionBudget refuses -> Drained=False, retry in 20 s",
         machine("Running", deleting=True, node=True), [Result(requeue_after=20.0)],
         node=node_obj(), pods=[pod("web")], refuse_eviction=("apps/web",),

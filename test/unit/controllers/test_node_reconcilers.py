@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from api import keys
-from machine_controller.controllers.actuator import ActuatorError, NodeInstance
+from machine_controller.controllers.actuator import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, AmbiguousMatch,
                                                      NodeLinkReconciler, internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler
@@ -122,6 +122,17 @@ def test_a_running_instance_needs_nothing():
     reconciler, api, instances, _ = instance_world(node(PID), [NodeInstance(PID, running=True)])
     assert reconciler.reconcile(NODE) is None
     assert api.writes() == [] and instances.calls["find"] == 1
+
+
+def test_a_node_whose_provider_id_names_another_vm_is_told_and_left_alone():
+    """docs/architecture.md#acting-only-on-what-is-ours: a Node's VM is the VM of its name."""
+    other = InstanceNotOwned("spec.providerID names VM 9f1c2b7e-0000-4000-8000-000000000001, which is named "
+                             "'worker-9'", "9f1c2b7e-0000-4000-8000-000000000001", PID)
+    reconciler, api, instances, events = instance_world(node(PID, ready="Unknown"), [other])
+    assert reconciler.reconcile(NODE) is None  # no recheck of a VM that is not its own
+    assert api.object(NODES, NODE) is not None and api.writes() == []
+    assert events.reasons() == [("Warning", "InstanceNotOwned")]
+    assert events.recorded[0].involved == f"Node {NODE}" and "worker-9" in events.recorded[0].message
 
 
 @pytest.mark.parametrize("node_obj", [None, node(PID, deleting=True)], ids=["not cached", "being deleted"])

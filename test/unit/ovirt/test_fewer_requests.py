@@ -10,12 +10,9 @@ import ovirtsdk4.types as types
 import pytest
 
 from hack import ovirt_install
-from hack.ovirtsim.testing import running_simulator
 from machine_controller.controllers.actuator import Progress
 from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
-from machine_controller.ovirt.connection import ConnectionPool
-from machine_controller.ovirt.credentials import OvirtCredentials
 from machine_controller.ovirt.errors import BadRequestError
 from machine_controller.ovirt.snapshots import NotYet, VmSnapshots, _slim
 
@@ -24,37 +21,28 @@ def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left(
     polls = _PollBackoff(0.25)
     said = Progress(done=False, requeue_after=5.0, waiting_for="the VM to boot", instance_id="vm1",
                     instance_state="powering_up", problem="no host can run it")
-    assert polls.plan("provision", said) is said
-    early = polls.early("provision", "vm1")
+    assert polls.plan("provision", "ns/m1", said) is said
+    early = polls.early("provision", "ns/m1", "vm1")
     assert early is not None and early.waiting_for == "the VM to boot" and early.instance_state == "powering_up"
     assert 4.5 < early.requeue_after <= 5.0
     assert early.problem is None  # reported once, at the look that found it
     # Another verb (the Machine was deleted meanwhile) and another VM look at once.
-    assert polls.early("delete", "vm1") is None
-    assert polls.early("provision", "vm2") is None
-    polls.forget("vm1")
-    assert polls.early("provision", "vm1") is None
+    assert polls.early("delete", "ns/m1", "vm1") is None
+    assert polls.early("provision", "ns/m1", "vm2") is None
+    # Another Machine naming the same VM (a copied manifest) is never told what this one was.
+    assert polls.early("provision", "ns/m2", "vm1") is None
+    polls.forget("vm1", "ns/m1")
+    assert polls.early("provision", "ns/m1", "vm1") is None
 
 
 def test_once_the_planned_time_has_come_the_engine_is_asked_again():
     polls = _PollBackoff(0.25)
-    polls.plan("delete", Progress(done=False, requeue_after=0.05, instance_id="vm1"))
+    polls.plan("delete", "ns/m1", Progress(done=False, requeue_after=0.05, instance_id="vm1"))
     time.sleep(0.06)
-    assert polls.early("delete", "vm1") is None
-    polls.plan("provision", Progress(done=True, instance_id="vm1"))  # done: nothing is awaited
-    assert polls.early("provision", "vm1") is None
-
-
-@pytest.fixture
-def sim_and_client(tmp_path):
-    with running_simulator(tmp_path) as sim:
-        pool = ConnectionPool(size=1)
-        try:
-            pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
-                                                  ca_file=sim.ca_file))
-            yield sim, OvirtClient(pool)
-        finally:
-            pool.close()
+    assert polls.early("delete", "ns/m1", "vm1") is None
+    polls.plan("provision", "ns/m1", Progress(done=False, requeue_after=5.0, instance_id="vm1"))
+    polls.plan("provision", "ns/m1", Progress(done=True, instance_id="vm1"))  # done: nothing is awaited
+    assert polls.early("provision", "ns/m1", "vm1") is None
 
 
 def test_adding_a_member_twice_is_done_once_and_asks_no_member_list(sim_and_client):

@@ -37,6 +37,9 @@ ANNOTATION_DELETE_MACHINE = "machine.openshift.io/delete-machine"
 ANNOTATION_DELETE_MACHINE_LEGACY = "machine.openshift.io/cluster-api-delete-machine"
 DELETE_MACHINE_ANNOTATIONS = (ANNOTATION_DELETE_MACHINE, ANNOTATION_DELETE_MACHINE_LEGACY)
 ANNOTATION_EXTERNAL_REMEDIATION = "host.metal3.io/external-remediation"
+# This project's MachineSet controller stamps each Machine it creates with a digest of the set's spec.template (a
+# Deployment's pod-template-hash): a Machine that fails as invalid proves only its own template invalid.
+ANNOTATION_TEMPLATE_HASH = "ovirt.org/machineset-template-hash"
 
 # --- annotations on Nodes -------------------------------------------------------------------------------
 # "<namespace>/<machine-name>", written by nodelink (3.3).

@@ -12,6 +12,9 @@ Differences from MAO, and why:
   that change is itself an event.
 - Node events are watched too (MAO relies on nodelink rewriting nodeRef at every Ready flip), so readyReplicas
   follows a Node's Ready condition even where nodelink is not running.
+- MAO replaces a Failed Machine the health check deleted at once, for ever; here a template whose Machines fail
+  as invalid is reported (`TemplateValid=False`, a Warning) and makes nothing until it changes, and other failures
+  of new Machines back creation off (`machineset_failures.py`).
 The controller never talks to oVirt: Machines are created and deleted as API objects; the Machine controller
 does the rest.
 """
@@ -27,17 +30,19 @@ from kubernetes.client.exceptions import ApiException
 from api import keys
 from api.machine import Machine
 from api.machineset import MachineSet
-from api.meta import ConditionStatus, now as utc_now, parse_time
+from api.meta import ConditionStatus, get_condition, now as utc_now, parse_time, set_condition
 from machine_controller.runtime.controller import (Controller, Result, TerminalError, enqueue_mapped, enqueue_object,
                                                    owner_keys, when_changed)
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Informer, Store
+from machine_controller.runtime.informer import EventHandler, Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
 from .delete_policy import machines_to_delete
 from .expectations import Expectations
+from .machineset_failures import INVALID_TEMPLATE_EVENT, TEMPLATE_VALID, CreationGuard, Hold, template_hash, \
+    template_valid
 from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
 from .mao_metrics import MaoCollector
 from .node_status import node_ready, ready_condition
@@ -51,7 +56,8 @@ CONFLICT_RETRY_S = 0.5
 
 class MachineSetReconciler:
     def __init__(self, rest: Rest, machinesets: Store, machines: Store, nodes: Store, events: EventRecorder,
-                 expectations: Expectations | None = None, clock: Callable[[], dt.datetime] = utc_now):
+                 expectations: Expectations | None = None, clock: Callable[[], dt.datetime] = utc_now,
+                 guard: CreationGuard | None = None):
         self._rest = rest
         self._machinesets = machinesets
         self._machines = machines
@@ -59,12 +65,14 @@ class MachineSetReconciler:
         self._events = events
         self._expectations = expectations or Expectations()
         self._clock = clock
+        self._guard = guard or CreationGuard()
 
     # --- entry point ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
         obj = self._machinesets.get(key)
         if obj is None:
             self._expectations.forget(key)
+            self._guard.forget(key)
             return None
         ms = MachineSet.from_dict(obj)
         if ms.metadata.deleting:
@@ -83,11 +91,13 @@ class MachineSetReconciler:
             # An orphan could not be adopted because it changed meanwhile (maybe adopted by this set in a pass the
             # cache does not show yet): counting without it could create a Machine too many.
             pending = min(pending or CONFLICT_RETRY_S, CONFLICT_RETRY_S)
-        if pending is None:
-            self._sync_replicas(obj, ms, machines)
+        current = template_hash(obj)
+        hold = self._guard.hold(key, current)
+        backoff = self._sync_replicas(obj, ms, machines, current, hold) if pending is None else None
         status, recheck = self._status(ms, machines)
+        status["conditions"] = self._template_conditions(obj, ms, hold)
         self._write_status(obj, status)
-        waits = [w for w in (pending, recheck) if w is not None]
+        waits = [w for w in (pending, recheck, backoff) if w is not None]
         return Result(requeue_after=min(waits)) if waits else None
 
     # --- which Machines belong to the set ---------------------------------------------------------------------
@@ -130,19 +140,37 @@ class MachineSetReconciler:
         return True
 
     # --- replicas -------------------------------------------------------------------------------------------
-    def _sync_replicas(self, obj: dict, ms: MachineSet, machines: list[Machine]) -> None:
+    def _sync_replicas(self, obj: dict, ms: MachineSet, machines: list[Machine], current: str,
+                       hold: Hold | None) -> float | None:
+        """Create or delete Machines; the seconds until creation may be tried again if it was held back."""
         if ms.spec.replicas is None:
             raise ValueError("spec.replicas is unset")  # the CRD defaults it to 1, so only a broken object gets here
         diff = ms.spec.replicas - len(machines)
+        if diff > 0 and hold is not None:
+            return self._withhold(obj, ms, diff, hold)
         if diff > 0:
             for _ in range(diff):
-                self._create_machine(obj, ms)
+                self._create_machine(obj, ms, current)
         elif diff < 0:
             victims = machines_to_delete(machines, -diff, ms.spec.effective_delete_policy, self._clock())
             for victim in victims:
+                self._guard.chose(ms.key, victim.metadata.name)
                 self._delete_machine(obj, ms, victim.metadata.name)
+        return None
 
-    def _create_machine(self, obj: dict, ms: MachineSet) -> None:
+    def _withhold(self, obj: dict, ms: MachineSet, missing: int, hold: Hold) -> float | None:
+        """Create nothing while new Machines fail (docs/architecture.md#acting-only-on-what-is-ours); an invalid
+        template is said by the TemplateValid condition and waits for its change, which is itself an event."""
+        log.info("not creating machines", missing=missing, failed=hold.failures, last=hold.machine,
+                 invalid_template=hold.invalid, retry_after=None if hold.invalid else round(hold.delay_s, 1))
+        if hold.invalid:
+            return None
+        if self._guard.news(ms.key, hold):
+            self._events.warning(obj, "CreateBackoff", f"{hold.failures} new machines failed (the last, "
+                                 f"{hold.machine}: {hold.reason}); the next is created after {hold.backoff_s:.0f}s")
+        return hold.delay_s
+
+    def _create_machine(self, obj: dict, ms: MachineSet, current: str) -> None:
         template = (obj.get("spec") or {}).get("template") or {}
         tmeta = template.get("metadata") or {}
         body = {
@@ -152,7 +180,8 @@ class MachineSetReconciler:
                 "generateName": f"{ms.metadata.name}-",
                 "namespace": ms.metadata.namespace,
                 "labels": dict(tmeta.get("labels") or {}),
-                "annotations": dict(tmeta.get("annotations") or {}),
+                # The template hash tells a failure of this template from one of an earlier template.
+                "annotations": {**(tmeta.get("annotations") or {}), keys.ANNOTATION_TEMPLATE_HASH: current},
                 "ownerReferences": [controller_reference(obj)],
             },
             # The raw template spec, not a re-serialised dataclass: fields this project does not model survive.
@@ -206,6 +235,14 @@ class MachineSetReconciler:
         }
         return status, recheck
 
+    def _template_conditions(self, obj: dict, ms: MachineSet, hold: Hold | None) -> list[dict[str, Any]]:
+        """The set's conditions with TemplateValid as the guard sees it; turning False is also a Warning."""
+        condition = template_valid(hold)
+        old = get_condition(ms.status.conditions, TEMPLATE_VALID)
+        if condition.status == ConditionStatus.FALSE and (old is None or not old.same_state(condition)):
+            self._events.warning(obj, INVALID_TEMPLATE_EVENT, condition.message)
+        return [c.to_dict() for c in set_condition(ms.status.conditions, condition, at=self._clock())]
+
     def _node_ready_since(self, machine: Machine) -> dt.datetime | None:
         """When the Machine's Node became Ready, or None if it has no Node or the Node is not Ready."""
         if machine.status.node_ref is None or not machine.status.node_ref.name:
@@ -243,6 +280,18 @@ class MachineSetReconciler:
             self._events.warning(obj, "InvalidAutoscalerBounds", problem)
 
     # --- event mapping --------------------------------------------------------------------------------------
+    def observe_machine(self, old: dict | None, new: dict | None) -> None:
+        """Tell the creation guard of a Machine event (`old` None: added, `new` None: gone), for the set that
+        controls the Machine by UID, before the event enqueues that set."""
+        meta = (new or old or {}).get("metadata") or {}
+        ref = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), {})
+        if ref.get("kind") != "MachineSet":
+            return
+        key = f"{meta.get('namespace')}/{ref.get('name')}"
+        obj = self._machinesets.get(key)
+        if obj is not None and obj["metadata"].get("uid") == ref.get("uid"):
+            self._guard.observe(key, template_hash(obj), old, new)
+
     def machinesets_for_machine(self, machine: dict) -> list[str]:
         """The set that controls a Machine; for an orphan, every set whose selector matches it (adoption)."""
         meta = machine.get("metadata") or {}
@@ -301,6 +350,10 @@ def add_machineset_controller(manager: Manager, rest: Rest, machinesets: Informe
     already has (events from Machines and Nodes are mapped to MachineSet keys)."""
     reconciler = MachineSetReconciler(rest, machinesets.store, machines.store, nodes.store, events)
     machinesets.add_handler(enqueue_object(queue))
+    # The guard first: the set's pass that an event triggers must already know of a failure that event shows.
+    machines.add_handler(EventHandler(on_add=lambda m: reconciler.observe_machine(None, m),
+                                      on_update=reconciler.observe_machine,
+                                      on_delete=lambda m: reconciler.observe_machine(m, None)))
     machines.add_handler(enqueue_mapped(queue, reconciler.machinesets_for_machine))
     # Only a Node's readiness counts for ready/available replicas: its heartbeats must not wake the set.
     nodes.add_handler(when_changed(enqueue_mapped(queue, reconciler.machinesets_for_node), node_ready))

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from api import keys
 from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machineset import add_machineset_controller
+from machine_controller.controllers.machineset_failures import template_hash
 from machine_controller.controllers.machineset_capacity import (CAPACITY_FIELD_MANAGER,
                                                                 MachineSetCapacityReconciler,
                                                                 add_machineset_capacity_controller)
@@ -36,6 +37,9 @@ from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.ratelimit import controller_rate_limiter
 from machine_controller.runtime.workqueue import WorkQueue
+from machines import unique_name
+from test_machinehealthcheck import _machines, _machineset, _mhc, _running
+from test_remediation import _events, _wait
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = yaml.safe_load((REPO / "config" / "samples" / "machineset.yaml").read_text())
@@ -186,7 +190,9 @@ def test_kubectl_scale_up_down_and_to_zero_converges(harness):
         meta = m["metadata"]
         assert meta["generateName"] == "worker-" and meta["name"].startswith("worker-")
         assert meta["labels"] == SAMPLE["spec"]["template"]["metadata"]["labels"] | {keys.LABEL_MACHINESET: "worker"}
-        assert meta["annotations"] == {"e2e.example.com/from-template": "yes"}
+        # The template's annotations, and the template's hash the set tells its Machines' failures apart by.
+        assert meta["annotations"] == {"e2e.example.com/from-template": "yes",
+                                       keys.ANNOTATION_TEMPLATE_HASH: template_hash(ms)}
         assert meta["ownerReferences"] == [{
             "apiVersion": keys.API_VERSION, "kind": "MachineSet", "name": "worker", "uid": ms["metadata"]["uid"],
             "controller": True, "blockOwnerDeletion": True}]
@@ -463,3 +469,66 @@ def test_the_shipped_rbac_allows_every_call_of_the_controller(cluster):
             h.converged(name, 0)
         finally:
             h.kubectl("delete", "machineset", name, "--wait=false")
+
+
+# --- new Machines that fail ---------------------------------------------------------------------------------------
+
+
+def test_an_invalid_template_under_a_health_check_stops_creating_until_it_changes(menv):
+    """Each Machine of the template goes Failed (InvalidConfiguration), the health check deletes it, and the set used
+    to create the next at once: 131 Machines and 2,199 deletions in a minute. The set says so and creates nothing
+    more until its template changes (docs/architecture.md#acting-only-on-what-is-ours). The whole controller
+    process runs here: the Machine controller fails the Machines, the health check deletes them."""
+    replicas = 2
+    menv.controller()
+    name = unique_name("badset")
+    # Valid for the CRD and any admission policy; only the engine's template says the OS disk cannot shrink to it.
+    _machineset(menv, name, replicas, os_disk={"size_gb": 10})
+    _mhc(menv, "churn", name)
+    seen: set[str] = set()
+
+    def blocked():
+        seen.update(m["metadata"]["name"] for m in _machines(menv, name))
+        ms = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "machineset", name, "-o", "json").stdout)
+        c = next((c for c in (ms.get("status") or {}).get("conditions", []) if c["type"] == "TemplateValid"), None)
+        return c if c and c["status"] == "False" else None
+    cond = _wait(blocked, "TemplateValid=False on the set", 90, menv)
+    assert cond["reason"] == "InvalidConfiguration" and "os_disk.size_gb" in cond["message"], cond
+    assert _events(menv, name, "InvalidTemplate")
+    deadline = time.monotonic() + 20  # long enough for dozens of Machines at the old pace
+    while time.monotonic() < deadline:
+        seen.update(m["metadata"]["name"] for m in _machines(menv, name))
+        time.sleep(0.2)
+    created = {e["message"] for e in _events(menv, name, "SuccessfulCreate")}
+    # Before any of them failed the set made `replicas` Machines of the template, and the failure of the first is
+    # known to the set before the health check can delete it (it is a status write the set's watch sees first):
+    # not one more, and not one VM.
+    assert len(created) <= replicas and len(seen) <= replicas, (created, seen)
+    assert blocked()
+    assert not [v for v in menv.sim.control.vms() if v["name"].startswith(name + "-")]
+
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "machineset", name, "--type=json", "-p", json.dumps(
+        [{"op": "replace", "path": "/spec/template/spec/providerSpec/value/os_disk/size_gb", "value": 120}]))
+    _running(menv, name, replicas)
+    ms = json.loads(menv.cluster.kubectl("-n", menv.namespace, "get", "machineset", name, "-o", "json").stdout)
+    assert [c["status"] for c in ms["status"]["conditions"] if c["type"] == "TemplateValid"] == ["True"]
+
+
+def test_a_new_machine_deleted_before_it_got_a_node_is_replaced_after_a_growing_back_off(harness):
+    """Someone deletes the set's new Machines as soon as they appear (a health check's startup timeout, a script):
+    the replacement waits 10 s, then 20 s (machineset_failures.py), instead of following at once."""
+    harness.apply(machineset(harness.ns, replicas=1))
+    waits = []
+    for _ in range(2):
+        (victim,) = harness.converged("worker", 1)
+        victim_name = victim["metadata"]["name"]
+        harness.kubectl("delete", "machine", victim_name, "--wait=false")
+        gone = time.monotonic()
+
+        def replaced():
+            return [m for m in harness.machines(of="worker") if m["metadata"]["name"] != victim_name]
+        wait_for("a replacement", replaced)
+        waits.append(time.monotonic() - gone)
+    assert 9 <= waits[0] < 20 and 19 <= waits[1] < 40, waits
+    events = harness.events_for("worker", "CreateBackoff")
+    assert events and victim_name in events[-1]["message"] and "deleted before it got a node" in events[-1]["message"]

@@ -81,7 +81,7 @@ class _SetFailures:
     last: float = 0.0  # clock() at the last one
     last_name: str = ""
     last_reason: str = ""
-    invalid: bool = False
+    invalid: tuple[str, str] | None = None  # the Machine that proved the template invalid, and why
     told: int = 0  # failures already reported by a Hold
 
 
@@ -125,7 +125,7 @@ class CreationGuard:
             failures.names.add(name)
             failures.last, failures.last_name, failures.last_reason = self._clock(), name, failure.reason
             if stamped == current and failure.error_reason == MachineErrorReason.INVALID_CONFIGURATION:
-                failures.invalid = True
+                failures.invalid = failures.invalid or (name, failure.reason)
 
     def chose(self, set_key: str, name: str) -> None:
         """The set deletes this Machine itself (scale-down): its deletion is no failure."""
@@ -140,8 +140,9 @@ class CreationGuard:
                 return None
             count = len(failures.names)
             if failures.invalid:
-                return Hold(failures.last_name, failures.last_reason, count, invalid=True)
-            backoff = min(self._first * 2 ** (count - 1), self._max)
+                return Hold(*failures.invalid, count, invalid=True)
+            # The exponent is bounded: a set that fails for days must not overflow a float.
+            backoff = min(self._first * 2 ** min(count - 1, 32), self._max)
             left = backoff - (self._clock() - failures.last)
             if left <= 0:
                 return None
@@ -164,7 +165,7 @@ class CreationGuard:
     def _reset(self, set_key: str) -> None:
         with self._lock:
             failures = self._sets.get(set_key)
-            if failures is not None and not failures.invalid:  # only a new template fixes an invalid one
+            if failures is not None and failures.invalid is None:  # only a new template fixes an invalid one
                 del self._sets[set_key]
 
     def _current(self, set_key: str, current: str) -> _SetFailures | None:

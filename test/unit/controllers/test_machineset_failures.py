@@ -57,6 +57,9 @@ def test_an_invalid_machine_of_the_current_template_holds_creation_until_the_tem
     assert g.hold(SET, CURRENT) is not None  # no time heals it
     g.observe(SET, CURRENT, machine("m2"), machine("m2", status=NODE))
     assert g.hold(SET, CURRENT) is not None  # nor a Machine that runs
+    g.observe(SET, CURRENT, machine("m3", None), machine("m3", None, status={"phase": "Failed", "errorMessage": "x"}))
+    hold = g.hold(SET, CURRENT)
+    assert hold.machine == "m1" and "os_disk.size_gb" in hold.reason  # the proof stays what the set says
     assert g.hold(SET, "bbbbbbbbbb") is None  # a new template does
 
 
@@ -81,6 +84,9 @@ def test_failures_back_creation_off_exponentially_up_to_the_cap():
         assert hold is not None and not hold.invalid and hold.failures == i + 1
         delays.append(hold.delay_s)
     assert delays == [10, 20, 40, 80, 160, 300, 300, 300] and FIRST_DELAY_S == 10 and MAX_DELAY_S == 300
+    for i in range(8, 1100):  # days of failures: the back-off stays at its cap
+        g.observe(SET, CURRENT, None, machine(f"m{i}", status={"phase": "Failed"}))
+    assert g.hold(SET, CURRENT).delay_s == MAX_DELAY_S
     clock.now += 299
     assert g.hold(SET, CURRENT).delay_s == pytest.approx(1)
     clock.now += 1

@@ -7,12 +7,12 @@ STAMP  := $(VENV)/.installed
 # Two pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools java-client crds check-crds lint clean
+.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools java-client images crds check-crds lint clean
 
 demo: venv kube-binaries
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries csi-tools java-client
+test: venv kube-binaries mao-binaries csi-tools java-client images
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
@@ -48,6 +48,13 @@ csi-tools: venv
 # cache (its Maven repository is <cache>/m2).
 java-client: venv
 	$(PY) -m hack.javaclient.build >/dev/null
+
+# The images the real nodes run: the pause image, the product image from the Dockerfile (buildah, on stand-in base
+# images) and the CSI sidecars, cached by content in the same cache (docs/images.md); only a changed input rebuilds
+# one. system-deps
+# again: a virtualenv made before buildah and debootstrap joined the install script does not run it.
+images: venv system-deps
+	$(PY) -m hack.images >/dev/null
 
 crds: venv
 	$(PY) -m hack.gen_crds

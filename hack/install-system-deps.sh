@@ -21,6 +21,12 @@ command -v mvn >/dev/null || need+=(maven)
 command -v containerd >/dev/null || need+=(containerd)
 command -v runc >/dev/null || need+=(runc)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+# The images the real nodes run (hack/images, docs/images.md): buildah builds them without a Docker engine, and
+# debootstrap makes the Debian bookworm root file system of the stand-in base image.
+command -v buildah >/dev/null || need+=(buildah)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+# The pause program is linked static (hack/images/pause.py): glibc's static library, which gcc only recommends.
+{ command -v gcc >/dev/null && [ "$(gcc -print-file-name=libc.a)" != libc.a ]; } || need+=(libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing system packages: ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

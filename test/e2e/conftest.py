@@ -144,10 +144,12 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture(scope="session")
 def real_node_images(cluster: Cluster) -> tuple[Path, ...]:
     """The docker archives a real node (hack/controlplane/nodes.py) imports: the pause image, built locally by
-    hack/images (no registry is reachable). Real nodes join the local control plane only."""
+    hack/images (no registry is reachable; `make test` builds it first, `make images`, and a plain pytest run builds
+    it here). Real nodes join the local control plane only."""
     if cluster.plane is None:
         pytest.skip("real nodes join the local control plane only; this run uses an existing cluster ($KUBECONFIG)")
-    images = pytest.importorskip("hack.images", reason="hack/images (issue 18, item 1) builds the pause image")
+    from hack import images
+
     return (images.archive("pause"),)
 
 

@@ -100,9 +100,9 @@ def test_logs_and_exec_through_the_api_server(cluster, real_nodes, namespace):
     node = real_nodes[0]
     _start_pod(cluster, namespace, "tools", node.name, host_network=False)
     logs = cluster.kubectl("-n", namespace, "logs", "tools", "-c", "version")
-    assert logs.stdout.startswith("pause.c "), logs.stdout
+    assert logs.stdout.startswith("omc-pause "), logs.stdout
     out = cluster.kubectl("-n", namespace, "exec", "tools", "-c", "pause", "--", "/pause", "-v")
-    assert out.stdout.startswith("pause.c "), out.stdout
+    assert out.stdout.startswith("omc-pause "), out.stdout
 
 
 def test_the_kubelet_refuses_callers_without_credentials(real_nodes):

@@ -85,7 +85,9 @@ class RemediationStrategy(JSONObject):
                             doc="Power cycles tried before the remediation gives up (and escalates).",
                             schema={"minimum": 1, "default": DEFAULT_RETRY_LIMIT})
     timeout_seconds: int = prop("timeoutSeconds", default=DEFAULT_TIMEOUT_S,
-                                doc="How long to wait, after powering the VM on, for its Node to be Ready.",
+                                doc="How long to wait, after powering the VM on, for its Node to be Ready (and, "
+                                    "when the engine refuses to start the VM, for it to start); the storage "
+                                    "release before the power-on does not count.",
                                 schema={"minimum": 10, "default": DEFAULT_TIMEOUT_S})
 
 
@@ -125,6 +127,11 @@ class OvirtRemediationStatus(JSONObject):
     storage_released: str = prop("storageReleased", default="",
                                  doc="When the Node's storage was released in the current cycle.",
                                  schema={"format": "date-time"})
+    powering_on_since: str = prop(
+        "poweringOnSince", default="",
+        doc="When the current cycle began to power the VM on: a start the engine refuses is sent again, and "
+            "strategy.timeoutSeconds for the engine to start the VM runs from here.",
+        schema={"format": "date-time"})
     power_on_requested: str = prop("powerOnRequested", default="",
                                    doc="When the start of the current cycle was sent.", schema={"format": "date-time"})
     message: str = prop("message", default="", doc="What the remediation is doing or waiting for.")

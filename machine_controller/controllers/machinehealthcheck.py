@@ -303,8 +303,9 @@ class MachineHealthCheckReconciler:
         except Exception as e:
             if not is_not_found(e):
                 raise
-        self._events.normal(machine, "ExternalRemediationCompleted",
-                            f"{kinds.request.kind} {name} deleted: healthy again")
+        # A Machine being deleted (a remediator escalated to its replacement) is judged no more, not healthy.
+        why = "the Machine is being deleted" if machine["metadata"].get("deletionTimestamp") else "healthy again"
+        self._events.normal(machine, "ExternalRemediationCompleted", f"{kinds.request.kind} {name} deleted: {why}")
 
     # --- status -------------------------------------------------------------------------------------------------
     def _write_status(self, obj: dict, mhc: MachineHealthCheck, expected: int, healthy: int, allowed: int,

@@ -24,6 +24,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from api import keys
+from api.ids import vm_id_from_provider_id
 from api.meta import ConditionSeverity, false_condition, format_time, now, parse_time, set_condition, true_condition
 from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, REMEDIATION_TAINT_KEY,
                              OnExhaustion, OvirtRemediation, RemediationConditionType, RemediationPhase,
@@ -56,6 +57,7 @@ class RemediationTiming:
     unknown_recheck_s: float = 10.0  # a VM whose host does not answer
     slot_recheck_s: float = 5.0  # waiting for a power slot
     storage_release_timeout_s: float = 300.0  # the VM is off whatever happens; do not wait for ever
+    refused_cap_s: float = 60.0  # the longest pause before an action the engine refused is sent again
     max_concurrent_power: int = 3
 
 
@@ -91,6 +93,7 @@ class RemediationReconciler:
         self._timing = timing
         self._clock = clock
         self._metrics = _Metrics(registry)
+        self._refused: dict[str, tuple[int, dt.datetime]] = {}  # request key -> (refusals in a row, next try)
 
     # --- entry point --------------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
@@ -115,6 +118,8 @@ class RemediationReconciler:
         target = self._target(obj, rem)
         if target is None:
             return Result(requeue_after=30.0)
+        if vm_id_from_provider_id(target.provider_id) is None:
+            return self._refuse_not_ovirt(obj, rem, target)
         if phase == RemediationPhase.DELETING_MACHINE:
             self._delete_machine(target)
             return None
@@ -158,9 +163,9 @@ class RemediationReconciler:
 
     def _begin_cycle(self, obj: dict, rem: OvirtRemediation, target: _Target, retry_count: int) -> None:
         self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, retry_count=retry_count,
-                    vm_id=target.provider_id.rpartition("/")[2], node_name=target.node_name,
+                    vm_id=vm_id_from_provider_id(target.provider_id), node_name=target.node_name,
                     last_remediated=self._stamp(), power_off_requested="", storage_released="",
-                    power_on_requested="", message="powering the VM off",
+                    powering_on_since="", power_on_requested="", message="powering the VM off",
                     conditions=[true_condition(_CONDITIONS.PROCESSING),
                                 false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "PowerOffPending",
                                                 ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
@@ -222,7 +227,7 @@ class RemediationReconciler:
             else:
                 self._taint(target.node_name, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, "NoExecute")
             self._write(obj, rem, storage_released=self._stamp(),
-                        message="waiting for the node's pods and volume attachments to go")
+                        message="waiting for the node's pods with volumes and its volume attachments to go")
             return Result(requeue_after=self._timing.poll_s)
         if node is not None:
             left = self._held_by(target.node_name)
@@ -230,8 +235,11 @@ class RemediationReconciler:
                 self._write(obj, rem, message=f"waiting for {left} to go")
                 return Result(requeue_after=self._timing.poll_s)
             if left:
-                self._events.warning(obj, "StorageReleaseSlow", f"{left} still there; the VM is off, powering it on")
-        self._write(obj, rem, phase=RemediationPhase.POWERING_ON, message="powering the VM on")
+                self._events.warning(obj, "StorageReleaseSlow",
+                                     f"{left} still there {self._timing.storage_release_timeout_s:.0f}s after the "
+                                     "storage release; the VM is off, so it is powered on all the same")
+        self._write(obj, rem, phase=RemediationPhase.POWERING_ON, powering_on_since=self._stamp(),
+                    message="powering the VM on")
         return None
 
     def _powering_on(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
@@ -247,10 +255,16 @@ class RemediationReconciler:
             return None
         if power.state == PowerState.STOPPING:
             return Result(requeue_after=self._timing.poll_s)
-        # Off. A VM the engine will not start counts against the same timeout as a Node that does not come back.
-        since = _time(rem.status.storage_released) or _time(rem.status.last_remediated)
-        if since is not None and self._elapsed(since) >= rem.spec.strategy.timeout_seconds:
-            return self._cycle_failed(obj, rem, target, self._elapsed(since))
+        # Off. A VM the engine will not start counts against the same timeout as a Node that does not come back,
+        # measured from the power-on as the CRD documents: the storage release before it does not count.
+        since = _time(rem.status.powering_on_since)
+        if since is None:  # a request in this phase from a controller that did not record it
+            self._write(obj, rem, powering_on_since=self._stamp())
+            since = self._clock()
+        timeout = rem.spec.strategy.timeout_seconds
+        if self._elapsed(since) >= timeout:
+            return self._cycle_failed(obj, rem, target, self._elapsed(since),
+                                      f"the engine has not started the VM of node {target.node_name} in {timeout}s")
         requested = _time(rem.status.power_on_requested)
         if requested is not None and self._elapsed(requested) < rem.spec.power_off_timeout_seconds:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
@@ -269,6 +283,7 @@ class RemediationReconciler:
             self._events.warning(obj, refused_reason, message)
             self._write(obj, rem, message=message, **{intent: ""})
             raise
+        self._refused.pop(key, None)
         log.info(f"{verb} sent", node=target.node_name, provider_id=target.provider_id)
         return Result(requeue_after=self._timing.poll_s)
 
@@ -287,26 +302,44 @@ class RemediationReconciler:
         timeout = rem.spec.strategy.timeout_seconds
         if waited < timeout:
             return Result(requeue_after=min(self._timing.poll_s * 2, timeout - waited))
-        return self._cycle_failed(obj, rem, target, waited)
+        return self._cycle_failed(obj, rem, target, waited,
+                                  f"node {target.node_name} not Ready {timeout}s after the VM was started")
 
-    def _cycle_failed(self, obj: dict, rem: OvirtRemediation, target: _Target, waited: float) -> Result | None:
-        """The Node is not back `timeoutSeconds` after the VM was (to be) powered on: another cycle after the
-        cooldown while the retry limit allows, else escalation."""
+    def _cycle_failed(self, obj: dict, rem: OvirtRemediation, target: _Target, waited: float,
+                      why: str) -> Result | None:
+        """`timeoutSeconds` passed since the power-on began, and the engine did not start the VM or its Node is not
+        back (`why` says which): another cycle after the cooldown while the retry limit allows, else escalation."""
         timeout = rem.spec.strategy.timeout_seconds
         if rem.status.retry_count < rem.spec.strategy.retry_limit:
             pause = timeout + rem.spec.cooldown_seconds - waited
             if pause > 0:
-                self._write(obj, rem, message=f"node not Ready after {timeout}s; next power cycle after a cooldown")
+                self._write(obj, rem, message=f"{why}; next power cycle after a cooldown")
                 return Result(requeue_after=pause)
-            self._events.warning(obj, "RemediationRetry", f"node {target.node_name} not Ready after {timeout}s; "
-                                                          f"power cycle {rem.status.retry_count + 1}")
+            self._events.warning(obj, "RemediationRetry", f"{why}; power cycle {rem.status.retry_count + 1}")
             self._begin_cycle(obj, rem, target, retry_count=rem.status.retry_count + 1)
             return None
-        return self._escalate(obj, rem, target)
+        return self._escalate(obj, rem, target, why)
 
     # --- endings ------------------------------------------------------------------------------------------------
-    def _escalate(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
-        why = f"node {target.node_name} not Ready after {rem.status.retry_count} power cycle(s)"
+    def _refuse_not_ovirt(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        """A Node of another provider (or a providerID that names no VM) is not ours to fence: nothing is tainted
+        or sent, and Succeeded=False tells an orchestrator such as NodeHealthCheck to try its next remediator
+        (docs/architecture.md#acting-only-on-what-is-ours)."""
+        message = (f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names no oVirt "
+                   "VM: nothing to power-cycle")
+        if rem.status.phase:
+            self._remove_taints(target.node_name)  # begun by a controller that did not check it
+        self._metrics.outcomes.labels(rem.metadata.namespace, "skipped").inc()
+        self._events.warning(obj, "NotAnOvirtVM", message)
+        self._write(obj, rem, phase=RemediationPhase.SKIPPED, message=message,
+                    conditions=[false_condition(_CONDITIONS.PROCESSING, "NotAnOvirtVM", ConditionSeverity.WARNING,
+                                                message),
+                                false_condition(_CONDITIONS.SUCCEEDED, "NotAnOvirtVM", ConditionSeverity.ERROR,
+                                                message)])
+        return None
+
+    def _escalate(self, obj: dict, rem: OvirtRemediation, target: _Target, last: str) -> Result | None:
+        why = f"{last}, after {rem.status.retry_count} power cycle(s)"
         refusal = self._refuse_machine_deletion(rem, target)
         if refusal:
             self._metrics.outcomes.labels(rem.metadata.namespace, "failed").inc()
@@ -367,6 +400,7 @@ class RemediationReconciler:
         after the old pods and attachments are gone, so removing it now cannot expose a volume twice."""
         if FINALIZER not in rem.metadata.finalizers:
             return None
+        self._refused.pop(object_key(obj), None)
         node_name = rem.status.node_name
         if node_name:
             self._remove_taints(node_name)
@@ -416,16 +450,18 @@ class RemediationReconciler:
                    and (r.get("status") or {}).get("powerOffRequested"))
 
     def _held_by(self, node_name: str) -> str:
-        """What of the old incarnation still holds the Node: its pods (the out-of-service taint has them deleted
-        and force-removed; mirror pods are the kubelet's own and go with it) and its volume attachments."""
+        """What of the old incarnation still holds storage the Node had: its pods with volumes to detach (the
+        out-of-service taint has them deleted and force-removed) and its volume attachments. Other pods are not
+        waited for: most node agents tolerate every taint and never leave, and what they mount lives and dies with
+        the node (docs/fencing.md#one-cycle); mirror pods are the kubelet's own."""
         pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
         left = [p for p in pods.get("items", [])
-                if MIRROR_POD_ANNOTATION not in (p["metadata"].get("annotations") or {})]
+                if MIRROR_POD_ANNOTATION not in (p["metadata"].get("annotations") or {}) and _holds_storage(p)]
         attachments = self._rest.request("GET", VOLUME_ATTACHMENTS.path()).get("items", [])
         attached = [a for a in attachments if (a.get("spec") or {}).get("nodeName") == node_name]
         parts = []
         if left:
-            parts.append(f"{len(left)} pod(s)")
+            parts.append(f"{len(left)} pod(s) with volumes")
         if attached:
             parts.append(f"{len(attached)} volume attachment(s)")
         return " and ".join(parts)
@@ -530,7 +566,18 @@ class _Stale(Exception):
 
 _JSON = {"phase": "phase", "retry_count": "retryCount", "vm_id": "vmId", "node_name": "nodeName",
          "last_remediated": "lastRemediated", "power_off_requested": "powerOffRequested",
-         "storage_released": "storageReleased", "power_on_requested": "powerOnRequested", "message": "message"}
+         "storage_released": "storageReleased", "powering_on_since": "poweringOnSince",
+         "power_on_requested": "powerOnRequested", "message": "message"}
+
+# Volume sources that live and die with the node (or are only read from the API server): nothing to detach from a
+# VM that is off. Any other source (a claim, CSI, FlexVolume, an ephemeral claim, an in-tree network disk, or a
+# kind this list does not know) may hold a volume, so its pod is waited for (docs/fencing.md#one-cycle).
+_NODE_LOCAL_VOLUMES = frozenset({"emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath",
+                                 "gitRepo", "image"})
+
+
+def _holds_storage(pod: dict) -> bool:
+    return any(set(volume) - {"name"} - _NODE_LOCAL_VOLUMES for volume in (pod.get("spec") or {}).get("volumes") or [])
 
 
 def _time(value: str | None) -> dt.datetime | None:

@@ -84,22 +84,29 @@ def test_crashed_vm_is_replaced_by_default(menv):
     assert _events(menv, victim["metadata"]["name"], "MachineDeleted")
 
 
-@both_modes
-def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
+def _power_cycled_set(menv, prefix: str, **spec) -> tuple[str, dict]:
+    """A MachineSet of one Running Machine under the health check `fence`, whose template power-cycles the VM with
+    `spec` (the project's remediator registered as an admin installs it); the controller is started."""
     menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
     menv.cluster.kubectl("apply", "-f", str(REMEDIATOR_ROLE))
     menv.controller()
-    set_name = unique_name("fenceset")
+    set_name = unique_name(prefix)
     _machineset(menv, set_name, 1)
     machine = _running(menv, set_name, 1)[0]
-    name, vm_id = machine["metadata"]["name"], machine["metadata"]["annotations"]["VmId"]
-    node = machine["status"]["nodeRef"]["name"]
     template = {"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate",
                 "metadata": {"name": "power-cycle", "namespace": menv.namespace},
-                "spec": {"template": {"spec": {"strategy": {"timeoutSeconds": 120}}}}}
+                "spec": {"template": {"spec": spec}}}
     menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(template))
     _mhc(menv, "fence", set_name, remediationTemplate={"apiVersion": API_VERSION,
                                                        "kind": "OvirtRemediationTemplate", "name": "power-cycle"})
+    return set_name, machine
+
+
+@both_modes
+def test_crashed_vm_is_power_cycled_with_the_ovirt_template(menv):
+    set_name, machine = _power_cycled_set(menv, "fenceset", strategy={"timeoutSeconds": 120})
+    name, vm_id = machine["metadata"]["name"], machine["metadata"]["annotations"]["VmId"]
+    node = machine["status"]["nodeRef"]["name"]
     _wait(lambda: _mhc_status(menv, "fence").get("currentHealthy") == 1, "healthy", 60, menv)
     stops, starts = _counts(menv, vm_id)
     requests_before = sum(menv.sim.control.counts().values())

@@ -104,14 +104,6 @@ def _events(menv, name: str, reason: str) -> list[dict]:
     return json.loads(out)["items"]
 
 
-def _pod_on(menv, node: str, name: str, finalizers: list[str] = ()) -> None:
-    """A pod bound to the Node as the scheduler would bind it (no kubelet runs it)."""
-    doc = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": menv.namespace, "finalizers": list(finalizers)},
-           "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.invalid/none"}]}}
-    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
-
-
 def _pod(menv, name: str) -> dict | None:
     r = menv.cluster.kubectl("-n", menv.namespace, "get", "pod", name, "-o", "json", check=False)
     return json.loads(r.stdout) if r.returncode == 0 else None
@@ -135,7 +127,7 @@ def test_paused_vm_is_power_cycled_once_and_its_node_returns(renv, release):
     menv = renv
     menv.controller()
     name, vm_id, node = _running_machine(menv)
-    _pod_on(menv, node, "old-incarnation")  # a workload of the node, which must be gone before the VM starts
+    _claim_pod_on(menv, node, "old-incarnation")  # a workload with a volume, which must be gone before the VM starts
     menv.sim.control.pause_vm(vm_id)  # the VM hangs on an I/O error: its kubelet goes silent, the VM is not down
     _not_ready(menv, node)
     stops, starts = _counts(menv, vm_id)
@@ -299,8 +291,8 @@ def test_controller_killed_in_each_phase_resumes_with_one_stop_and_one_start(ren
     stops, starts = _counts(menv, vm_id)
 
     if phase == "ReleasingStorage":
-        # A pod of the old incarnation that is slow to go (a finalizer) holds the cycle in ReleasingStorage.
-        _pod_on(menv, node, "held", finalizers=[HOLD])
+        # A pod of the old incarnation with a volume, slow to go (a finalizer), holds the cycle in ReleasingStorage.
+        _claim_pod_on(menv, node, "held", finalizers=[HOLD])
     _request(menv, name)
     _wait(lambda: _phase(menv, name) == phase, f"phase {phase}", 90, menv, interval=0.05)
     proc.kill()
@@ -315,3 +307,114 @@ def test_controller_killed_in_each_phase_resumes_with_one_stop_and_one_start(ren
     assert _counts(menv, vm_id) == (stops + 1, starts + 1)
     assert _ready(_node(menv, node)) == "True"
     assert not _taint_keys(_node(menv, node)) & {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}
+
+
+def _foreign_node(menv, provider_id: str) -> str:
+    """A Node registered by another provider's kubelet (or with a providerID that names no VM), not Ready: no
+    kubelet posts its status."""
+    name = unique_name("foreign")
+    doc = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": {"providerID": provider_id}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+    return name
+
+
+@pytest.mark.parametrize("provider_id", ["aws:///us-east-1a/i-0123456789abcdef0", "ovirt://not-a-vm-id"])
+def test_node_that_is_no_ovirt_vm_is_refused_at_once_and_left_untouched(renv, provider_id):
+    """NodeHealthCheck names its request after the Node; a Node of another provider is not ours to fence: the
+    request ends Skipped with the reason, no taint goes on the Node and nothing is sent to the engine. Only the
+    remediation controller runs: the Node controller's own view of such Nodes is not what this test is about."""
+    menv = renv
+    menv.controller(extra_args=("--controllers=remediation",))
+    node = _foreign_node(menv, provider_id)
+    try:
+        before = menv.sim.control.counts()
+        doc = {"apiVersion": API_VERSION, "kind": "OvirtRemediation",
+               "metadata": {"name": node, "namespace": menv.namespace,
+                            "annotations": {"remediation.medik8s.io/node-name": node}},
+               "spec": {"strategy": {"timeoutSeconds": 60, "retryLimit": 1}, "cooldownSeconds": 0}}
+        menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+        _wait(lambda: _phase(menv, node) == "Skipped", "remediation Skipped", 30, menv)
+        status = _remediation(menv, node)["status"]
+        assert provider_id in status["message"] and "no oVirt VM" in status["message"], status["message"]
+        assert {c["type"]: c["status"] for c in status["conditions"]}["Succeeded"] == "False"
+        events = _events(menv, node, "NotAnOvirtVM")
+        assert events and events[0]["type"] == "Warning"
+        assert not _taint_keys(_node(menv, node)) & {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}
+        after = menv.sim.control.counts()
+        assert (after.get(STOP, 0), after.get(START, 0)) == (before.get(STOP, 0), before.get(START, 0))
+        menv.cluster.kubectl("-n", menv.namespace, "delete", "ovirtremediation", node, "--timeout=30s")
+    finally:
+        menv.cluster.kubectl("delete", "node", node, "--wait=false", check=False)
+
+
+def _daemon_pod_on(menv, node: str, name: str) -> None:
+    """A node agent as DaemonSets make them: it tolerates every taint (so the out-of-service taint never evicts it)
+    and mounts only what lives and dies with the node."""
+    doc = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": menv.namespace},
+           "spec": {"nodeName": node, "tolerations": [{"operator": "Exists"}],
+                    "containers": [{"name": "c", "image": "registry.invalid/none"}],
+                    "volumes": [{"name": "proc", "hostPath": {"path": "/proc"}},
+                                {"name": "scratch", "emptyDir": {}},
+                                {"name": "conf", "configMap": {"name": "agent-conf", "optional": True}},
+                                {"name": "info", "downwardAPI": {"items": [
+                                    {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+
+
+def _claim_pod_on(menv, node: str, name: str, finalizers: list[str] = ()) -> None:
+    """A pod of the old incarnation with a PersistentVolumeClaim, bound to the Node as the scheduler would bind it
+    (no kubelet runs it): its volume must be detached before the VM runs again."""
+    doc = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": menv.namespace, "finalizers": list(finalizers)},
+           "spec": {"nodeName": node, "containers": [{"name": "c", "image": "registry.invalid/none"}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"{name}-data"}}]}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+
+
+def test_pods_that_tolerate_everything_and_hold_no_storage_do_not_hold_the_power_on(renv):
+    """A node agent that tolerates every taint never leaves the out-of-service Node. It holds nothing to detach,
+    so the VM is started at once (not after the 300 s storage-release bound); the agent is the returning kubelet's
+    business."""
+    menv = renv
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    _daemon_pod_on(menv, node, "node-agent")
+    menv.sim.control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+
+    _request(menv, name)
+    _wait(lambda: _phase(menv, name) == "Succeeded", "remediation Succeeded", 90, menv)
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert _pod(menv, "node-agent") is not None  # tolerated the taint: never evicted, never waited for
+    assert not _events(menv, name, "StorageReleaseSlow")
+    assert _ready(_node(menv, node)) == "True"
+
+
+def test_timeout_runs_from_the_power_on_not_from_the_storage_release(renv):
+    """A claim's pod slow to go holds the VM off longer than `timeoutSeconds`; the Node still gets its
+    `timeoutSeconds` after the start (as the CRD documents), so the cycle ends Succeeded with one start."""
+    menv = renv
+    menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    _claim_pod_on(menv, node, "db-0", finalizers=[HOLD])
+    menv.sim.control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+
+    _request(menv, name, strategy={"timeoutSeconds": 10, "retryLimit": 1})
+    _wait(lambda: (_pod(menv, "db-0") or {}).get("metadata", {}).get("deletionTimestamp"),
+          "the claim's pod deleted by the out-of-service taint", 60, menv)
+    released = time.monotonic()
+    while time.monotonic() - released < 14:  # longer than timeoutSeconds
+        assert _phase(menv, name) == "ReleasingStorage"  # the VM stays off while the claim's pod is there
+        assert _counts(menv, vm_id) == (stops + 1, starts)
+        time.sleep(1)
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "pod", "db-0", "--type=merge",
+                         "-p", '{"metadata":{"finalizers":null}}')
+    _wait(lambda: _phase(menv, name) in ("Succeeded", "Failed"), "remediation ended", 60, menv)
+    assert _phase(menv, name) == "Succeeded", _state(menv)
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert _ready(_node(menv, node)) == "True"
+

@@ -134,17 +134,26 @@ class Engine:
 
     # -- jobs (docs/compatibility.md#correlation-ids) --------------------------------------------------------------------------------------
     def add_job(self, req: ApiRequest, description: str, duration: float = 0.0) -> types.Job:
+        """The request's job, finished after `duration` (at once when 0)."""
         now = utcnow()
-        job = types.Job(id=new_id(), description=description, status=types.JobStatus.STARTED,
-                        auto_cleared=True, external=False, start_time=now, last_updated=now)
-        job.href = href("jobs", job.id)
-        self.store.jobs.put(job)
-        self.store.runtime.job_correlation[job.id] = req.correlation_id
+        job = req.job or self.start_job(req, description)  # a slow action's job started when it came in
+        job.description, job.last_updated = description, now
         if duration > 0:
             self.store.schedule(duration, "job", job.id, "finished")
         else:
             job.status = types.JobStatus.FINISHED
             job.end_time = now
+        self._trim_jobs()
+        return job
+
+    def start_job(self, req: ApiRequest, description: str) -> types.Job:
+        """A `started` job for the request, which stays so until `add_job` (or a failure) ends it."""
+        now = utcnow()
+        job = types.Job(id=new_id(), description=description, status=types.JobStatus.STARTED, auto_cleared=True,
+                        external=False, start_time=now, last_updated=now)
+        job.href = href("jobs", job.id)
+        self.store.jobs.put(job)
+        self.store.runtime.job_correlation[job.id] = req.correlation_id
         self._trim_jobs()
         return job
 
@@ -171,8 +180,9 @@ class Engine:
         return r, params, (r.template if r else (ROUTES.template_for(method, rel) or "<unmatched>"))
 
     def handle(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
-               body: bytes, matched: tuple[Any, dict[str, str]] | None = None) -> ApiResponse:
-        """One API request; `matched` is the (route, params) the caller already looked up, if any."""
+               body: bytes, matched: tuple[Any, dict[str, str]] | None = None, slow: float = 0.0) -> ApiResponse:
+        """One API request; `matched` is the (route, params) the caller already looked up, if any. An action made
+        `slow` (faults.FaultKind.SLOW) has its job started at once and is carried out `slow` seconds later."""
         rel = api_relative(path) or "/"
         r, params = matched if matched is not None else ROUTES.match(method, rel)
         req = ApiRequest(method, rel, query, headers, body, params, r.template if r else "",
@@ -186,6 +196,10 @@ class Engine:
             log.info("no route for %s %s: %d", method, rel, status)
             return ApiResponse(status, b"")
         action: types.Action | None = None
+        if slow and r.is_action:
+            with self.store.lock:
+                req.job = self.start_job(req, f"{method} {rel}")
+            time.sleep(slow)
         try:
             with self.store.lock:
                 self.tick()
@@ -195,6 +209,9 @@ class Engine:
                 resp = r.handler(self, req)
                 self.store.dirty = self.store.dirty or method != "GET"
         except ApiError as err:
+            if req.job is not None and req.job.status is types.JobStatus.STARTED:
+                with self.store.lock:
+                    req.job.status, req.job.end_time = types.JobStatus.FAILED, utcnow()
             if err.reason is None:
                 resp = ApiResponse(err.status, b"")
             else:

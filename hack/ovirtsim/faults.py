@@ -3,7 +3,9 @@
 A rule matches a request by method (`*` for any) and a glob on the path, written either relative to the API
 (`/vms/*/start`) or absolute (`/ovirt-engine/sso/oauth/token`). It fires `count` times (None: forever), each time
 with `probability`, and then does one of: answer `status` with an engine-shaped fault, drop the connection without
-an answer, or only delay the request by `delay` seconds before normal processing.
+an answer, only delay the request by `delay` seconds before normal processing, or (`slow`) take the request at once
+and carry it out `delay` seconds later, as an engine whose command hangs on its host does: the action's job is
+`started` from its arrival, and its effect and the answer come after the delay.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class FaultKind(str, Enum):
     STATUS = "status"  # answer with `status` and a fault body (empty body if `reason` is None and status 404)
     DROP = "drop"  # close the connection without an answer (the client sees an empty reply)
     DELAY = "delay"  # sleep `delay` seconds, then process the request normally
+    SLOW = "slow"  # an action: its job is started at once, its effect and answer come `delay` seconds later
 
 
 @dataclass

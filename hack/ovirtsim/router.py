@@ -38,6 +38,7 @@ class ApiRequest:
     template: str = ""
     correlation_id: str = ""
     action: Any = None  # the parsed `<action>` of an action endpoint
+    job: Any = None  # the job a slow action started on its arrival (faults.FaultKind.SLOW); its handler's job
 
     def flag(self, name: str, default: bool = False) -> bool:
         """Boolean query parameter; present without a value means true (engine rule, docs/compatibility.md#simulator)."""

@@ -178,12 +178,15 @@ class ApiHandler(_Handler):
         engine.counters.count(method, template)
 
         rule = engine.faults.take(method, path)
+        slow = 0.0
         if rule is not None:
             if rule.kind is FaultKind.DROP:
                 self._drop()
                 return
             if rule.kind is FaultKind.DELAY:
                 time.sleep(rule.delay)
+            elif rule.kind is FaultKind.SLOW:
+                slow = rule.delay
             else:
                 if rule.delay:
                     time.sleep(rule.delay)
@@ -207,7 +210,7 @@ class ApiHandler(_Handler):
             self._send(404, b"", "text/plain")
             return
         resp: ApiResponse = engine.handle("GET" if method == "HEAD" else method, path, query, headers, body,
-                                          matched=(route, params))
+                                          matched=(route, params), slow=slow)
         self._send(resp.status, resp.body, resp.content_type + ";charset=UTF-8" if resp.body else resp.content_type,
                    resp.headers)
 

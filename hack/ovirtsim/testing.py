@@ -77,6 +77,12 @@ class ControlClient:
         return int(self._call("POST", "/faults", {"path": path, "method": method, "kind": "delay", "delay": seconds,
                                                   "count": count, "probability": probability})["id"])
 
+    def slow(self, path: str, seconds: float, *, method: str = "POST", count: int | None = 1) -> int:
+        """Matching actions are taken at once (their job `started`) and carried out and answered `seconds` later:
+        an engine whose command hangs on its host."""
+        return int(self._call("POST", "/faults", {"path": path, "method": method, "kind": "slow", "delay": seconds,
+                                                  "count": count})["id"])
+
     def faults(self) -> list[dict[str, Any]]:
         return self._call("GET", "/faults")["faults"]
 

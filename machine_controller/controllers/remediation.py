@@ -58,6 +58,10 @@ class RemediationTiming:
     slot_recheck_s: float = 5.0  # waiting for a power slot
     storage_release_timeout_s: float = 300.0  # the VM is off whatever happens; do not wait for ever
     refused_cap_s: float = 60.0  # the longest pause before an action the engine refused is sent again
+    # The engine answers a start once the VM has left `down` (wait_for_launch: the run request went to its host), so
+    # a start it took shows at once; one recorded this long ago with the VM still down never reached it (a
+    # controller killed between recording and sending it) and is sent again (docs/fencing.md, "Crash safe").
+    start_shows_s: float = 10.0
     max_concurrent_power: int = 3
 
 
@@ -249,8 +253,11 @@ class RemediationReconciler:
         if power.state == PowerState.UNKNOWN:
             return self._wait_unknown(obj, rem, power)
         if power.state in (PowerState.ON, PowerState.STARTING):
+            # With no start of ours recorded (a refused one clears it), the VM was started since this phase began:
+            # the Node's Ready counts from then, not from now, which may be after it was Ready already.
             self._write(obj, rem, phase=RemediationPhase.WAITING_FOR_NODE,
-                        power_on_requested=rem.status.power_on_requested or self._stamp(),
+                        power_on_requested=rem.status.power_on_requested or rem.status.powering_on_since
+                        or self._stamp(),
                         message=f"waiting for node {target.node_name} to be Ready")
             return None
         if power.state == PowerState.STOPPING:
@@ -266,7 +273,7 @@ class RemediationReconciler:
             return self._cycle_failed(obj, rem, target, self._elapsed(since),
                                       f"the engine has not started the VM of node {target.node_name} in {timeout}s")
         requested = _time(rem.status.power_on_requested)
-        if requested is not None and self._elapsed(requested) < rem.spec.power_off_timeout_seconds:
+        if requested is not None and self._elapsed(requested) < self._timing.start_shows_s:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
         return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
 

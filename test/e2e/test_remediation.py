@@ -418,3 +418,34 @@ def test_timeout_runs_from_the_power_on_not_from_the_storage_release(renv):
     assert _counts(menv, vm_id) == (stops + 1, starts + 1)
     assert _ready(_node(menv, node)) == "True"
 
+
+def test_a_start_recorded_by_a_controller_killed_before_sending_it_is_sent_by_the_next(renv):
+    """A controller records its intent to start the VM, then dies before the request leaves (the window of the
+    PoweringOn kill case): the next controller finds the start recorded, the VM still down and nothing at the
+    engine. It sends the start once it is clear the engine never took it, not after powerOffTimeoutSeconds (120 s
+    by default, longer than this request's timeoutSeconds, which then failed the cycle with no start sent)."""
+    menv = renv
+    proc = menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    _claim_pod_on(menv, node, "held", finalizers=[HOLD])
+    menv.sim.control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    stops, starts = _counts(menv, vm_id)
+    _request(menv, name)
+    _wait(lambda: (_pod(menv, "held") or {}).get("metadata", {}).get("deletionTimestamp"),
+          "the held pod deleted by the out-of-service taint", 60, menv)
+    proc.kill()
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "pod", "held", "--type=merge",
+                         "-p", '{"metadata":{"finalizers":null}}')
+    # What the killed controller leaves when it dies between recording the start and sending it.
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {"phase": "PoweringOn", "poweringOnSince": stamp, "powerOnRequested": stamp, "message": "start sent"}
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "ovirtremediation", name, "--subresource=status",
+                         "--type=merge", "-p", json.dumps({"status": status}))
+    assert _counts(menv, vm_id) == (stops + 1, starts)
+
+    menv.controller()
+    _wait(lambda: _phase(menv, name) in ("Succeeded", "Failed"), "remediation ended", 90, menv)
+    assert _phase(menv, name) == "Succeeded", _state(menv)
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert _ready(_node(menv, node)) == "True"

@@ -1,0 +1,74 @@
+"""The images hack/images builds run as pods on a real node (docs/images.md): the product image from the
+Dockerfile, under its own entry point and under the name machine-api-operator starts it by, as its non-root user,
+and the CSI sidecars' images; each imported from its docker archive, nothing pulled."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+
+from hack import images
+from hack.controlplane.nodes import RealNode
+from hack.images import go_programs, product
+
+TAINT_KEY = "omc.test/images"
+# The node fixture builds the product image when its inputs changed since `make images` (a plain pytest run after an
+# edit): minutes on two shared cores, which the default 600 s per test does not cover.
+pytestmark = pytest.mark.timeout(1800)
+
+
+@pytest.fixture(scope="module")
+def node(cluster, real_node_images) -> Iterator[RealNode]:
+    archives = (*real_node_images, images.archive(product.NAME), *(images.archive(i.name) for i in go_programs.IMAGES))
+    n = RealNode(cluster.plane, "e2e-images", taints=(f"{TAINT_KEY}=true:NoSchedule",))
+    try:
+        n.start(images=archives)
+        n.wait_ready()
+        yield n
+    finally:
+        n.stop()
+        cluster.kubectl("delete", "node", n.name, "--wait=false", check=False)
+
+
+def _run_to_completion(cluster, namespace: str, node: RealNode, name: str, containers: list[dict]) -> dict:
+    """Run a pod of `containers` (one after the other, as init containers, and the last as the main one) to its
+    end; return the pod once it Succeeded."""
+    steps = [{"imagePullPolicy": "Never", **c} for c in containers]
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node.name},
+            "tolerations": [{"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "restartPolicy": "Never", "initContainers": steps[:-1], "containers": steps[-1:],
+        },
+    }
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(pod))
+    r = cluster.kubectl("-n", namespace, "wait", "--for=jsonpath={.status.phase}=Succeeded", f"pod/{name}",
+                        "--timeout=180s", check=False)
+    assert r.returncode == 0, cluster.kubectl("-n", namespace, "describe", "pod", name).stdout
+    return json.loads(cluster.kubectl("-n", namespace, "get", "pod", name, "-o", "json").stdout)
+
+
+def _logs(cluster, namespace: str, pod: str, container: str) -> str:
+    return cluster.kubectl("-n", namespace, "logs", pod, "-c", container).stdout
+
+
+def test_the_product_image_runs_as_the_dockerfile_says(cluster, node, namespace):
+    _run_to_completion(cluster, namespace, node, "product", [
+        {"name": "entrypoint", "image": product.TAG, "args": ["--help"]},
+        # machine-api-operator starts its provider container under this name (the Dockerfile's link).
+        {"name": "mao-name", "image": product.TAG, "command": ["/machine-controller-manager", "--help"]},
+        {"name": "user", "image": product.TAG, "command": ["id", "-u"]},
+    ])
+    assert _logs(cluster, namespace, "product", "entrypoint").startswith("usage: ovirt-machine-controller")
+    assert "usage: " in _logs(cluster, namespace, "product", "mao-name")
+    assert _logs(cluster, namespace, "product", "user").strip() == "65532"
+
+
+def test_the_sidecar_images_run_their_programs(cluster, node, namespace):
+    steps = [{"name": i.name, "image": i.tag, "args": ["--version"]} for i in go_programs.IMAGES]
+    _run_to_completion(cluster, namespace, node, "sidecars", steps)
+    for image in go_programs.IMAGES:
+        assert _logs(cluster, namespace, "sidecars", image.name).startswith(f"/{image.name} "), image.name

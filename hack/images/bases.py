@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -149,6 +150,7 @@ def ensure_base(base: Base) -> str:
     if found is not None:  # an older recipe's: vfs would keep all of its copy for nothing
         buildah("rmi", base.name, capture=True)
     log(f"building the stand-in {base.name}")
+    start = time.monotonic()
     container = buildah("from", "--pull=never", "scratch", capture=True).stdout.strip()
     try:
         root = Path(buildah("mount", container, capture=True).stdout.strip())
@@ -160,4 +162,5 @@ def ensure_base(base: Base) -> str:
     except BaseException:
         buildah("rm", container, check=False, capture=True)
         raise
+    log(f"built the stand-in {base.name} in {time.monotonic() - start:.0f}s")
     return key

@@ -30,6 +30,10 @@ class OvirtInstances:
         Whether a known VM still exists or runs is always asked of the engine."""
         vm = None
         vm_id = vm_id_from_provider_id(pid)
+        if pid and vm_id is None:
+            # `ovirt://` and no VM id after it: it names nothing of ours, so nothing is looked up or deleted for it.
+            raise InstanceNotOwned(f"spec.providerID {pid!r} names no oVirt VM (what follows ovirt:// is no VM id): "
+                                   "the Node is left alone", "", pid)
         if vm_id:
             vm = self._client.vm(vm_id)
             if vm is not None and vm.name != node_name:

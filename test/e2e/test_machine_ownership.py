@@ -129,6 +129,27 @@ def test_a_node_whose_provider_id_names_another_vm_is_warned_and_left_alone(menv
         menv.cluster.kubectl("delete", "node", impostor, "--wait=false", check=False)
 
 
+def test_a_node_whose_provider_id_is_ovirt_but_names_no_vm_id_is_warned_and_left_alone(menv):
+    """`ovirt://` followed by something that is no VM id names nothing of ours: the Node used to be deleted as one
+    whose VM is gone (no VM bears its name either)."""
+    menv.controller()
+    odd = unique_name("odd")
+    pid = "ovirt://not-a-vm-id"
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": odd}, "spec": {"providerID": pid}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(node))
+    try:
+        def decided() -> str | None:
+            if menv.cluster.kubectl("get", "node", odd, check=False).returncode != 0:
+                return "deleted"
+            warned = any(e["type"] == "Warning" and e["reason"] == NOT_OWNED and pid in e["message"]
+                         for e in _events(menv, "Node", odd))
+            return "warned" if warned else None
+        assert wait_until(decided, timeout=60, interval=0.5) and decided() == "warned", \
+            f"Node {odd}: {decided()}\n{menv.controller_logs()}"
+    finally:
+        menv.cluster.kubectl("delete", "node", odd, "--wait=false", check=False)
+
+
 def _condition(m: dict, ctype: str) -> dict:
     return next((c for c in (m.get("status") or {}).get("conditions", []) if c["type"] == ctype), {})
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .buildah import buildah, image_label, log
+from .buildah import build_log, buildah, image_label, log, run_logged
 from .keys import digest
 
 KEY_LABEL = "org.ovirt-machine-controller.images.key"
@@ -68,7 +68,7 @@ class Base:
 
     name: str
     recipe: Callable[[], list[str | bytes]]  # everything the image is made from, for its key
-    build: Callable[[str, Path], None]  # fills the mounted root file system of a working container
+    build: Callable[[str, Path, Path], None]  # fills the mounted root file system of a working container, logging
 
     def key(self) -> str:
         return digest(self.name, *self.recipe())
@@ -79,21 +79,17 @@ def _python_recipe() -> list[str | bytes]:
             *(part for ca in local_cas() for part in (ca.name, ca.read_bytes()))]
 
 
-def _chroot(root: Path, *argv: str) -> None:
-    subprocess.run(["chroot", str(root), *argv], check=True, env={"PATH": PATH, "LANG": "C.UTF-8"})
-
-
-def _build_python(container: str, root: Path) -> None:
+def _build_python(container: str, root: Path, log_file: Path) -> None:
     if not shutil.which("debootstrap"):
         raise RuntimeError("debootstrap is needed for the python stand-in image; `make system-deps` installs it")
-    subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PYTHON_PACKAGES)}",
-                    DEBIAN_SUITE, str(root), DEBIAN_MIRROR], check=True)
+    run_logged(["debootstrap", "--variant=minbase", f"--include={','.join(PYTHON_PACKAGES)}",
+                DEBIAN_SUITE, str(root), DEBIAN_MIRROR], log_file)
     (root / "etc/apt/sources.list").unlink(missing_ok=True)
     (root / "etc/apt/sources.list.d/debian.sources").write_text(DEBIAN_SOURCES)
     (root / "etc/apt/apt.conf.d/90slim-image").write_text(APT_SLIM)
     for ca in local_cas():
         shutil.copyfile(ca, root / "usr/local/share/ca-certificates" / ca.name)
-    _chroot(root, "update-ca-certificates")
+    run_logged(["chroot", str(root), "update-ca-certificates"], log_file, env={"PATH": PATH, "LANG": "C.UTF-8"})
     # The official image's Python is its own, and pip installs into it; Debian marks its Python as managed by
     # apt (PEP 668). This Python is the image's, as there.
     for marker in (root / "usr/lib").glob("python3*/EXTERNALLY-MANAGED"):
@@ -107,7 +103,8 @@ def _build_python(container: str, root: Path) -> None:
         for f in (root / cache).glob("**/*"):
             if f.is_file() and f.name != "lock":
                 f.unlink()
-    version = subprocess.run(["chroot", str(root), "python3", "-c", "import platform; print(platform.python_version())"],
+    python_version = "import platform; print(platform.python_version())"
+    version = subprocess.run(["chroot", str(root), "python3", "-c", python_version],
                              check=True, capture_output=True, text=True, env={"PATH": PATH}).stdout.strip()
     buildah("config", f"--env=PATH={PATH}", "--env=LANG=C.UTF-8", f"--env=PYTHON_VERSION={version}",
             "--cmd=python3", container)
@@ -127,7 +124,7 @@ def _golang_recipe() -> list[str | bytes]:
     return [_go_version(), str(_goroot())]
 
 
-def _build_golang(container: str, root: Path) -> None:
+def _build_golang(container: str, root: Path, log_file: Path) -> None:
     version = _go_version()
     if not version.startswith("go1.26"):
         raise RuntimeError(f"the Dockerfile copies Go from golang:1.26-bookworm, and this machine's Go is {version}")
@@ -148,19 +145,21 @@ def ensure_base(base: Base) -> str:
     if found == key:
         return key
     if found is not None:  # an older recipe's: vfs would keep all of its copy for nothing
-        buildah("rmi", base.name, capture=True)
+        buildah("rmi", base.name)
     log(f"building the stand-in {base.name}")
     start = time.monotonic()
-    container = buildah("from", "--pull=never", "scratch", capture=True).stdout.strip()
+    container = buildah("from", "--pull=never", "scratch").stdout.strip()
     try:
-        root = Path(buildah("mount", container, capture=True).stdout.strip())
-        base.build(container, root)
+        root = Path(buildah("mount", container).stdout.strip())
+        log_file = build_log("stand-in-" + base.name.rpartition("/")[2].partition(":")[0])
+        log_file.write_text("")
+        base.build(container, root, log_file)
         buildah("config", f"--label={KEY_LABEL}={key}",
                 "--label=org.ovirt-machine-controller.images.stand-in=built locally, see docs/images.md",
                 container)
         buildah("commit", "--rm", container, base.name)
     except BaseException:
-        buildah("rm", container, check=False, capture=True)
+        buildah("rm", container, check=False)
         raise
     log(f"built the stand-in {base.name} in {time.monotonic() - start:.0f}s")
     return key

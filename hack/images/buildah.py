@@ -57,28 +57,52 @@ def ulimit_flags() -> list[str]:
     return flags
 
 
-def buildah(*args: str, capture: bool = False, check: bool = True,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run buildah on the project's storage. Its output goes to our stderr (a build's progress), or is returned
-    when `capture`."""
+def build_log(name: str) -> Path:
+    """Where the output of `name`'s last build goes: a build prints thousands of lines, which `make test` should
+    not drown in; a failure quotes the end of it."""
+    images_dir().mkdir(parents=True, exist_ok=True)
+    return images_dir() / f"{name}.build.log"
+
+
+def run_logged(argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    """Run `argv` with its output appended to `log`; if it fails, raise with the log's last lines."""
+    with open(log, "a") as out:
+        out.write(f"$ {' '.join(argv)}\n")
+        out.flush()
+        r = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise RuntimeError(f"{Path(argv[0]).name} {' '.join(argv[1:2])} failed (exit {r.returncode}); "
+                           f"the end of {log}:\n{tail}")
+
+
+def _argv(args: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
     exe = shutil.which("buildah")
     if exe is None:
         raise RuntimeError("buildah is needed to build the images; `make system-deps` installs it "
                            "(hack/install-system-deps.sh)")
     store = images_dir() / "storage"
-    argv = [exe, f"--root={store}", f"--runroot={store}-run", "--storage-driver=vfs", *args]
     env = {**os.environ, "BUILDAH_ISOLATION": "chroot", "STORAGE_DRIVER": "vfs"}
-    r = subprocess.run(argv, cwd=cwd, env=env, text=True, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE if capture else sys.stderr,
-                       stderr=subprocess.PIPE if capture else None)
+    return [exe, f"--root={store}", f"--runroot={store}-run", "--storage-driver=vfs", *args], env
+
+
+def buildah(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a short buildah command on the project's storage and return its output."""
+    argv, env = _argv(args)
+    r = subprocess.run(argv, env=env, text=True, stdin=subprocess.DEVNULL, capture_output=True)
     if check and r.returncode != 0:
-        detail = f": {r.stderr.strip()}" if capture else " (its output is above)"
-        raise RuntimeError(f"buildah {' '.join(args[:2])} failed{detail}")
+        raise RuntimeError(f"buildah {' '.join(args[:2])} failed: {r.stderr.strip()}")
     return r
+
+
+def buildah_logged(*args: str, log: Path) -> None:
+    """Run a long buildah command (a build, a push) on the project's storage, its output going to `log`."""
+    argv, env = _argv(args)
+    run_logged(argv, log, env)
 
 
 def image_label(image: str, label: str) -> str | None:
     """The value of `label` on `image` in the project's storage, None when there is no such image."""
     r = buildah("inspect", "--type=image", f'--format={{{{index .OCIv1.Config.Labels "{label}"}}}}', image,
-                capture=True, check=False)
+                check=False)
     return r.stdout.strip() if r.returncode == 0 else None

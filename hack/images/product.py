@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import cache
 from .bases import BASES, KEY_LABEL, ensure_base
-from .buildah import buildah, images_dir, log, ulimit_flags
+from .buildah import build_log, buildah, buildah_logged, images_dir, log, ulimit_flags
 from .keys import context_files, copy_sources, digest, tree_key
 
 NAME = "ovirt-machine-controller"
@@ -44,22 +44,25 @@ def ensure(root: Path = REPO_ROOT) -> Path:
     for base in BASES:
         ensure_base(base)
     start = time.monotonic()
-    log(f"building {TAG} from {root / DOCKERFILE} (vfs storage: several minutes)")
+    log_file = build_log(NAME)
+    log_file.write_text("")
+    log(f"building {TAG} from {root / DOCKERFILE} (several minutes; its output goes to {log_file})")
     images_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=images_dir(), prefix="context-") as tmp:
         for rel in context(root):
             (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, Path(tmp) / rel)
-        buildah("build", "--pull=never", "--isolation=chroot", "--network=host", *ulimit_flags(),
-                f"--label={KEY_LABEL}={k}", f"--tag={REFERENCE}", f"--file={Path(tmp) / DOCKERFILE}", tmp)
+        buildah_logged("build", "--pull=never", "--isolation=chroot", "--network=host", *ulimit_flags(),
+                       f"--label={KEY_LABEL}={k}", f"--tag={REFERENCE}", f"--file={Path(tmp) / DOCKERFILE}", tmp,
+                       log=log_file)
     try:
         partial = path.with_name(path.name + ".partial")
         partial.unlink(missing_ok=True)
-        buildah("push", "--quiet", REFERENCE, f"docker-archive:{partial}:{REFERENCE}")
+        buildah_logged("push", "--quiet", REFERENCE, f"docker-archive:{partial}:{REFERENCE}", log=log_file)
         partial.rename(path)
     finally:
         # The archive is what the nodes import; vfs keeps a full copy of every layer, so the image goes.
-        buildah("rmi", REFERENCE, check=False, capture=True)
+        buildah("rmi", REFERENCE, check=False)
     cache.prune(NAME, path)
     log(f"built {TAG} in {time.monotonic() - start:.0f}s: {path}")
     return path

@@ -9,6 +9,8 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from hack.controlplane.nodes import PAUSE_IMAGE
 from hack.images import docker_archive as archive, pause
 
@@ -90,3 +92,16 @@ def test_the_images_are_tagged_as_the_manifests_name_them():
     assert product.TAG in named
     for image in go_programs.IMAGES:
         assert image.tag in named, image.tag
+
+
+def test_a_failed_build_step_quotes_the_end_of_its_log(tmp_path: Path):
+    from hack.images.buildah import run_logged
+
+    log = tmp_path / "x.build.log"
+    run_logged(["sh", "-c", "echo fine"], log)
+    with pytest.raises(RuntimeError) as err:
+        run_logged(["sh", "-c", "for i in $(seq 1 100); do echo line $i; done; exit 3"], log)
+    message = str(err.value)
+    assert "exit 3" in message and str(log) in message
+    assert "line 100" in message and "line 1\n" not in message  # the end, not all of it
+    assert "fine" in log.read_text()  # appended, not replaced

@@ -6,7 +6,7 @@ changed or it was never built:
 - `pause`: registry.k8s.io/pause:3.10.1, the project's own sandbox program (pause.py);
 - `ovirt-machine-controller`: the product image, from the unchanged Dockerfile, built by buildah on stand-in base
   images (product.py, bases.py);
-- `csi-provisioner`, `csi-attacher`: the CSI sidecars config/ names, from the programs the test bed builds
+- `csi-provisioner`, `csi-attacher`, `csi-resizer`: the CSI sidecars config/ names, built from their modules
   (go_programs.py).
 
 `python -m hack.images [NAME...]` builds them and prints their paths.

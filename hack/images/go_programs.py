@@ -1,5 +1,5 @@
-"""Images of the Go programs the manifests name beside the product image, from the binaries the test bed already
-builds from their modules (hack/controlplane/csi_tools.py): one static program on an empty root each, tagged as
+"""Images of the Go programs the manifests name beside the product image, built from their modules as the test bed
+builds its own (hack/controlplane/csi_tools.py): one static program on an empty root each, tagged as
 config/ names it (docs/images.md#go-programs). Each archive's key is its tag and the program's bytes, so a new
 build of the program, and nothing else, makes a new archive."""
 
@@ -17,6 +17,9 @@ from .keys import digest
 
 # The registry the sidecars' manifests name (config/storage/csi/controller.yaml); the version is the module's.
 SIG_STORAGE = "registry.k8s.io/sig-storage"
+# The resizer runs in the CSI controller pod only, and no test drives it as a process, so csi_tools does not build
+# it for the tests; it is built here, the same way, for its image.
+CSI_RESIZER = GoTool("csi-resizer", "github.com/kubernetes-csi/external-resizer/v2", "v2.3.0", "cmd/csi-resizer")
 
 
 @dataclass(frozen=True)
@@ -45,4 +48,4 @@ class GoProgramImage:
         return path
 
 
-IMAGES = (GoProgramImage(CSI_PROVISIONER), GoProgramImage(CSI_ATTACHER))
+IMAGES = (GoProgramImage(CSI_PROVISIONER), GoProgramImage(CSI_ATTACHER), GoProgramImage(CSI_RESIZER))

@@ -41,6 +41,9 @@ def ensure(root: Path = REPO_ROOT) -> Path:
     path = cache.archive_path(NAME, k)
     if path.is_file():
         return path
+    # Working containers a killed build left behind, each a full vfs copy of its image. Only this function (under
+    # its image's lock) builds in the project's storage, so none of them is another build's.
+    buildah("rm", "--all", check=False)
     for base in BASES:
         ensure_base(base)
     start = time.monotonic()

@@ -7,12 +7,13 @@ STAMP  := $(VENV)/.installed
 # Two pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
 PYTEST_WORKERS ?= 2
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools java-client images crds check-crds lint clean
+.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images
+.PHONY: crds check-crds lint clean
 
 demo: venv kube-binaries
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries csi-tools java-client images
+test: venv kube-binaries mao-binaries csi-tools promtool java-client images
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
@@ -43,6 +44,11 @@ mao-binaries: venv
 csi-tools: venv
 	$(PY) -m hack.controlplane.csi_tools >/dev/null
 	$(PY) -m machine_controller.storage.csi.spec >/dev/null
+
+# promtool, which checks config/monitoring's alerts in the tests (built once into the same cache, see
+# hack/controlplane/promtool.py).
+promtool: venv
+	$(PY) -m hack.controlplane.promtool >/dev/null
 
 # The oVirt Java SDK client of the simulator (hack/javaclient), built by Maven once per machine into the same
 # cache (its Maven repository is <cache>/m2).

@@ -21,7 +21,10 @@ from machines import MACHINE_API_NS
 # set-up (cached in the Go module cache, never copied into this repository). v0.85.0 is the newest release the
 # proxy serves: v0.86.0 and v0.87.0 are refused ("This module version is not available", 403).
 PROMETHEUS_OPERATOR = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
-SERVICEMONITOR_CRD = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml"
+MONITORING_CRDS = {"servicemonitors.monitoring.coreos.com":
+                   "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml",
+                   "prometheusrules.monitoring.coreos.com":
+                   "example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"}
 
 GROUPS = ("manager", "machine", "machineset", "machineset-capacity", "nodelink", "machinehealthcheck", "remediation",
           "ovirt-nodes")
@@ -38,11 +41,12 @@ def _module_dir(module: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def servicemonitor_crd(cluster) -> None:
-    name = "servicemonitors.monitoring.coreos.com"
-    if cluster.kubectl("get", "crd", name, check=False).returncode != 0:  # a real OpenShift has its own
-        cluster.kubectl("apply", "--server-side", "-f", str(_module_dir(PROMETHEUS_OPERATOR) / SERVICEMONITOR_CRD))
-    cluster.wait_established(name)
+def monitoring_crds(cluster) -> None:
+    """prometheus-operator's ServiceMonitor and PrometheusRule CRDs, which config/monitoring's objects need."""
+    for name, path in MONITORING_CRDS.items():
+        if cluster.kubectl("get", "crd", name, check=False).returncode != 0:  # a real OpenShift has its own
+            cluster.kubectl("apply", "--server-side", "-f", str(_module_dir(PROMETHEUS_OPERATOR) / path))
+        cluster.wait_established(name)
     cluster._wait_discoverable("monitoring.coreos.com/v1")
 
 
@@ -56,9 +60,13 @@ def _built(cluster, entry_point: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / entry_point)).stdout) if d]
 
 
-def test_standalone_entry_point_passes_server_side_dry_run(cluster):
+def test_standalone_entry_point_passes_server_side_dry_run(cluster, monitoring_crds):
     out = _dry_run(cluster, "config")
-    for obj in ("customresourcedefinition.apiextensions.k8s.io/machines.machine.openshift.io",
+    for obj in ("prometheusrule.monitoring.coreos.com/ovirt-machine-controller",
+                "prometheusrule.monitoring.coreos.com/ovirt-machine-controller-machines",
+                "servicemonitor.monitoring.coreos.com/ovirt-machine-controller",
+                "service/ovirt-machine-controller-metrics", "configmap/ovirt-machine-controller-dashboard",
+                "customresourcedefinition.apiextensions.k8s.io/machines.machine.openshift.io",
                 "customresourcedefinition.apiextensions.k8s.io/ovirtremediations.remediation.ovirt.org",
                 "namespace/openshift-machine-api", "deployment.apps/ovirt-machine-controller",
                 "serviceaccount/machine-api-controllers",
@@ -69,9 +77,13 @@ def test_standalone_entry_point_passes_server_side_dry_run(cluster):
         assert obj in out, out
 
 
-def test_openshift_overlay_passes_server_side_dry_run(cluster, servicemonitor_crd):
+def test_openshift_overlay_passes_server_side_dry_run(cluster, monitoring_crds):
     out = _dry_run(cluster, "config/openshift")
-    for obj in ("customresourcedefinition.apiextensions.k8s.io/ovirtremediations.remediation.ovirt.org",
+    # MAO ships its own alerts on Machines and health checks: only this project's are added beside them.
+    assert "prometheusrule.monitoring.coreos.com/ovirt-machine-controller-machines" not in out, out
+    for obj in ("prometheusrule.monitoring.coreos.com/ovirt-machine-controller",
+                "configmap/ovirt-machine-controller-dashboard",
+                "customresourcedefinition.apiextensions.k8s.io/ovirtremediations.remediation.ovirt.org",
                 "customresourcedefinition.apiextensions.k8s.io/ovirtremediationtemplates.remediation.ovirt.org",
                 "deployment.apps/ovirt-machine-controller", "service/ovirt-machine-controller-metrics",
                 "servicemonitor.monitoring.coreos.com/ovirt-machine-controller",

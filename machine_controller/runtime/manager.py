@@ -22,14 +22,22 @@ import time
 from typing import Any, Callable
 
 from kubernetes.client import ApiClient
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from .controller import Controller
 from .informer import Informer
 from .leader_election import LeaderElectionConfig, LeaderElector
+from . import rest_metrics
 from .logging import get_logger
+from .metrics import family
 from .metrics_auth import MetricsAuth
 from .server import HealthServer, ServingCert
+
+
+def _leader_gauge(registry: CollectorRegistry) -> Gauge:
+    return Gauge("leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, "
+                 "0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.", ["name"],
+                 registry=registry)
 
 
 class Manager:
@@ -72,10 +80,14 @@ class Manager:
         if self.health is not None:
             self.health.add_readyz_check("informers-synced", self.informers_synced)
 
+        rest_metrics.instrument(api_client, registry)
         self.elector: LeaderElector | None = None
         if leader_election is not None:
             self.elector = LeaderElector(api_client, leader_election, on_started_leading=self._start_controllers,
                                          on_stopped_leading=self._leadership_lost)
+            # client-go's gauge: 1 while this replica holds the lease, 0 while it stands by.
+            leading = family(registry, "leader_election_master_status", _leader_gauge)
+            leading.labels(leader_election.name).set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     def add_informer(self, informer: Informer) -> Informer:
         self.informers.append(informer)

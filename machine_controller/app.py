@@ -59,8 +59,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         metrics_auth=MetricsAuth(rest) if config.metrics_secure else None)
 
     # The oVirt provider: one connection pool fed live from the credentials secret.
-    pool = ConnectionPool(size=config.ovirt_connections)
-    client = OvirtClient(pool)
+    pool = ConnectionPool(size=config.ovirt_connections, timeout_s=config.ovirt_timeout_s)
+    client = OvirtClient(pool, metrics=RequestMetrics.of(registry))
     creds = CredentialsWatch(pool)
     secrets = manager.add_informer(Informer(
         api, SECRETS, namespace=config.credentials_namespace,

@@ -137,6 +137,7 @@ class Config:
     backoff_base_s: float
     backoff_cap_s: float
     ovirt_connections: int
+    ovirt_timeout_s: int
     max_concurrent_power_cycles: int
     leader_elect: bool
     leader_election_namespace: str
@@ -178,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="first retry delay of a failing reconcile, doubled per failure")
     p.add_argument("--backoff-cap", dest="backoff_cap_s", type=BACKOFF_S, default=300.0, help="longest retry delay")
     p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4, help="size of the shared oVirt connection pool")
+    p.add_argument("--ovirt-timeout", dest="ovirt_timeout_s", type=bounded(int, 1, 3600), default=60,
+                   help="seconds an oVirt request may take before its answer is given up as lost (a power action "
+                        "whose answer is lost is never sent again blindly: docs/fencing.md)")
     p.add_argument("--max-concurrent-power-cycles", type=bounded(int, 1, 1000), default=3,
                    help="VMs that remediation may have powered off at once (a bound on fencing storms)")
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,

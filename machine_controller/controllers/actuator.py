@@ -140,13 +140,21 @@ class Power:
 
 
 class PowerControl(Protocol):
-    """What the remediation controller asks of a provider. Instances are named by providerID, never by name."""
+    """What the remediation controller asks of a provider. Instances are found by providerID, never searched by
+    name, and each call names the target (its Machine's name, else its Node's): an instance found by the id that
+    bears another name is not the target's, and the call raises InstanceNotOwned without reading it or acting on
+    it (docs/architecture.md#acting-only-on-what-is-ours).
 
-    def power(self, provider_id: str) -> Power | None:
+    A power action is sent once (docs/fencing.md#power-actions-are-sent-once): the provider never repeats it on
+    its own, and sends nothing while the same action, sent earlier, is still being carried out. ActionRefused
+    means the cloud refused it (nothing happened); any other ActuatorError may be a lost answer, so the caller
+    looks at the power again before asking once more."""
+
+    def power(self, provider_id: str, name: str) -> Power | None:
         """The instance's power state; None when the instance does not exist."""
 
-    def power_off(self, provider_id: str) -> None:
-        """Hard power-off (not a guest shutdown). Raises ActuatorError when the cloud refuses it now."""
+    def power_off(self, provider_id: str, name: str) -> None:
+        """Hard power-off (not a guest shutdown)."""
 
-    def power_on(self, provider_id: str) -> None:
-        """Start the instance. Raises ActuatorError when the cloud refuses it now."""
+    def power_on(self, provider_id: str, name: str) -> None:
+        """Start the instance; never while a power-off sent earlier could still land after the start."""

@@ -36,7 +36,7 @@ from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, obj
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import ActionRefused, Power, PowerControl, PowerState
+from .actuator import ActionRefused, InstanceNotOwned, Power, PowerControl, PowerState
 from .drain import MIRROR_POD_ANNOTATION
 from .node_status import node_ready, ready_condition
 from .resources import MACHINES, NODES, PODS, REMEDIATIONS, VOLUME_ATTACHMENTS
@@ -82,6 +82,8 @@ class _Target:
         self.machine = machine
         self.node_name = node_name
         self.provider_id = provider_id
+        # The name the VM must bear to be the target's (docs/architecture.md#acting-only-on-what-is-ours).
+        self.vm_name: str = (machine or {}).get("metadata", {}).get("name") or node_name
 
 
 class RemediationReconciler:
@@ -277,15 +279,24 @@ class RemediationReconciler:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
         return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
 
-    def _send(self, obj: dict, rem: OvirtRemediation, target: _Target, intent: str, action: Callable[[str], None],
-              verb: str, refused_reason: str) -> Result:
+    def _send(self, obj: dict, rem: OvirtRemediation, target: _Target, intent: str,
+              action: Callable[[str, str], None], verb: str, refused_reason: str) -> Result:
         """A power action, its intent recorded first: a controller killed after sending it finds the time it was
         sent and waits for it to show instead of sending it twice. An outright refusal clears the intent (nothing
-        happened), so the retry sends it again at once."""
+        happened), and the action is sent again after a pause that doubles with each refusal in a row: the request's
+        own status writes wake it at once, and a refused action must not be repeated as fast as they are written
+        (docs/fencing.md#power-actions-are-sent-once)."""
+        key = object_key(obj)
+        refused = self._refused.get(key)
+        if refused is not None and self._clock() < refused[1]:
+            return Result(requeue_after=(refused[1] - self._clock()).total_seconds())
         self._write(obj, rem, message=f"{verb} sent", **{intent: self._stamp()})
         try:
-            action(target.provider_id)
+            action(target.provider_id, target.vm_name)
         except ActionRefused as e:
+            count = refused[0] + 1 if refused else 1
+            pause = min(self._timing.poll_s * 2 ** (count - 1), self._timing.refused_cap_s)
+            self._refused[key] = (count, self._clock() + dt.timedelta(seconds=pause))
             message = f"oVirt refused to {verb} the VM: {e}"
             self._events.warning(obj, refused_reason, message)
             self._write(obj, rem, message=message, **{intent: ""})
@@ -332,18 +343,20 @@ class RemediationReconciler:
         """A Node of another provider (or a providerID that names no VM) is not ours to fence: nothing is tainted
         or sent, and Succeeded=False tells an orchestrator such as NodeHealthCheck to try its next remediator
         (docs/architecture.md#acting-only-on-what-is-ours)."""
-        message = (f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names no oVirt "
-                   "VM: nothing to power-cycle")
+        return self._refuse(obj, rem, target, "NotAnOvirtVM",
+                            f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names "
+                            "no oVirt VM: nothing to power-cycle")
+
+    def _refuse(self, obj: dict, rem: OvirtRemediation, target: _Target, reason: str, message: str) -> None:
+        """The target is not ours to fence: `Skipped` with Succeeded=False (an orchestrator tries its next
+        remediator) and a Warning saying why; the taints of a cycle already begun go."""
         if rem.status.phase:
-            self._remove_taints(target.node_name)  # begun by a controller that did not check it
+            self._remove_taints(target.node_name)  # begun by a controller that did not check it, or before a check
         self._metrics.outcomes.labels(rem.metadata.namespace, "skipped").inc()
-        self._events.warning(obj, "NotAnOvirtVM", message)
+        self._events.warning(obj, reason, message)
         self._write(obj, rem, phase=RemediationPhase.SKIPPED, message=message,
-                    conditions=[false_condition(_CONDITIONS.PROCESSING, "NotAnOvirtVM", ConditionSeverity.WARNING,
-                                                message),
-                                false_condition(_CONDITIONS.SUCCEEDED, "NotAnOvirtVM", ConditionSeverity.ERROR,
-                                                message)])
-        return None
+                    conditions=[false_condition(_CONDITIONS.PROCESSING, reason, ConditionSeverity.WARNING, message),
+                                false_condition(_CONDITIONS.SUCCEEDED, reason, ConditionSeverity.ERROR, message)])
 
     def _escalate(self, obj: dict, rem: OvirtRemediation, target: _Target, last: str) -> Result | None:
         why = f"{last}, after {rem.status.retry_count} power cycle(s)"
@@ -420,7 +433,12 @@ class RemediationReconciler:
 
     # --- helpers ------------------------------------------------------------------------------------------------
     def _read_power(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Power | None:
-        power = self._power.power(target.provider_id)
+        try:
+            power = self._power.power(target.provider_id, target.vm_name)
+        except InstanceNotOwned as e:
+            # A copied providerID names another's VM: nothing was read from it or sent to it, nor will be.
+            self._refuse(obj, rem, target, "VMNotOwned", str(e))
+            return None
         if power is None:
             # A VM that no longer exists writes to nothing; its Machine fails (instance missing) and is replaced.
             self._metrics.outcomes.labels(rem.metadata.namespace, "failed").inc()

@@ -484,7 +484,7 @@ class OvirtActuator:
         if status in (types.VmStatus.IMAGE_LOCKED, types.VmStatus.POWERING_DOWN):
             return self._wait(vm, self._timing.stopping_s, f"the VM to settle (it is {status.value})")
         try:
-            self.client.stop_vm(vm.id)
+            self.client.stop_vm(vm.id, correlation_id=_correlation(machine, "stop"))
             self._acted_on(vm.id)
         except ConflictError as e:
             return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")

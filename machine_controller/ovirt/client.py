@@ -42,6 +42,11 @@ class OvirtClient:
         # VM that holds it (actuator.py `_create`).
         self._retrying_create = retrying(lambda e: isinstance(e, TransientError) and not isinstance(
             e, (NoCredentials, ConflictError)))
+        # A power action is sent once. A lost answer (a timeout, a dropped connection) does not say whether the
+        # engine took it, and a stop sent again blindly may land after the VM was started again; a 409 is the
+        # engine's answer, which a retry a moment later only repeats. The caller looks at the VM and at the
+        # action's job before sending another (docs/fencing.md#power-actions-are-sent-once).
+        self._once = tenacity.Retrying(stop=tenacity.stop_after_attempt(1), reraise=True)
 
     # --- the one way to talk to the engine ---------------------------------------------------------------------
     def call(self, what: str, fn: Callable[[sdk.services.SystemService], T]) -> T:
@@ -228,10 +233,19 @@ class OvirtClient:
                   .auto_pin_cpu_and_numa_nodes(optimize_cpu_settings=True))
 
     def start_vm(self, vm_id: str, correlation_id: str) -> None:
-        self.call("start VM", lambda s: self._vm_service(s, vm_id).start(query={"correlation_id": correlation_id}))
+        """Sent once, never retried here (see `_once`)."""
+        self._call("start VM", lambda conn: self._vm_service(conn.system_service(), vm_id).start(
+            query={"correlation_id": correlation_id}), self._once)
 
-    def stop_vm(self, vm_id: str) -> None:
-        self.call("stop VM", lambda s: self._vm_service(s, vm_id).stop(force=True))
+    def stop_vm(self, vm_id: str, correlation_id: str) -> None:
+        """A hard stop, sent once, never retried here (see `_once`)."""
+        self._call("stop VM", lambda conn: self._vm_service(conn.system_service(), vm_id).stop(
+            force=True, query={"correlation_id": correlation_id}), self._once)
+
+    def jobs(self, correlation_id: str) -> list[types.Job]:
+        """The engine's jobs of the requests sent with this correlation id (docs/compatibility.md#correlation-ids)."""
+        query = equals("correlation_id", correlation_id, "correlation id")
+        return self.call(f"list jobs of {correlation_id}", lambda s: s.jobs_service().list(search=query))
 
     def remove_vm(self, vm_id: str) -> None:
         try:

@@ -1,17 +1,34 @@
 """oVirt's side of fencing (`controllers.actuator.PowerControl`): a VM's power state by its id, hard stop, start.
 
+The VM found by the providerID's id is the target's only when it bears the target's name, which the engine keeps
+unique: another is neither read as the target's power nor sent anything
+(docs/architecture.md#acting-only-on-what-is-ours).
+
 The engine's VM states map to what fencing may conclude (docs/fencing.md#the-safety-rules-the-code-keeps): only
 `down` is off; `unknown` (the VM's host stopped answering) is never taken as off, since the VM may still run there.
+
+A power action is sent once (docs/fencing.md#power-actions-are-sent-once): the client never repeats it, each one
+carries a correlation id made of its verb and VM, and before one is sent the engine's jobs of that id are looked
+at. A stop or start of ours the engine is still carrying out is not sent again, and no start is sent while a stop
+of ours could still land after it.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
+from typing import Callable
+
 import ovirtsdk4.types as types
+import structlog
 
 from api.ids import vm_id_from_provider_id
-from machine_controller.controllers.actuator import Power, PowerState
+from machine_controller.controllers.actuator import InstanceNotOwned, Power, PowerState
 
 from .client import OvirtClient
+from .errors import NotFoundError, TransientError
+
+log = structlog.get_logger(__name__)
 
 _STATES = {
     types.VmStatus.DOWN: PowerState.OFF,
@@ -22,21 +39,30 @@ _STATES = {
     # Everything else (up, paused, not_responding, migrating, reboot_in_progress, suspended, saving/restoring
     # state, image_locked) may still hold the disks: it is on until the engine says down.
 }
+_STOP, _START = "off", "on"
+# A command waits on its host for a bounded time; a job still `started` long after is a leftover (an engine
+# restart in the middle of a command can leave one), which must not hold fencing back for ever.
+_JOB_RUNS_AT_MOST = dt.timedelta(minutes=10)
+
+
+class ActionPending(TransientError):
+    """A power action of ours is still running at the engine, and the one asked for now would race it: nothing
+    was sent; the caller looks again later."""
+
+
+def _correlation(verb: str, vm_id: str) -> str:
+    # The engine keeps 36 characters of a correlation id (docs/fencing.md#power-actions-are-sent-once): the verb and
+    # the VM id's 32 hex digits fit, so an admin finds every power action of a VM among the engine's jobs.
+    return f"{verb}-{uuid.UUID(vm_id).hex}"
 
 
 class OvirtPower:
-    def __init__(self, client: OvirtClient):
+    def __init__(self, client: OvirtClient, clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)):
         self._client = client
+        self._clock = clock
 
-    @staticmethod
-    def _vm_id(provider_id: str) -> str:
-        vm_id = vm_id_from_provider_id(provider_id)
-        if vm_id is None:
-            raise ValueError(f"not an oVirt providerID: {provider_id!r}")
-        return vm_id
-
-    def power(self, provider_id: str) -> Power | None:
-        vm = self._client.vm(self._vm_id(provider_id))
+    def power(self, provider_id: str, name: str) -> Power | None:
+        vm = self._vm(provider_id, name)
         if vm is None:
             return None
         status = vm.status
@@ -44,9 +70,52 @@ class OvirtPower:
             return Power(PowerState.UNKNOWN, "unreported")
         return Power(_STATES.get(status, PowerState.ON), status.value)
 
-    def power_off(self, provider_id: str) -> None:
-        self._client.stop_vm(self._vm_id(provider_id))
+    def power_off(self, provider_id: str, name: str) -> None:
+        vm_id = self._existing(provider_id, name)
+        running = self._running_job(_STOP, vm_id)
+        if running is not None:
+            log.info("a stop of ours is still running at the engine: not sent again", vm_id=vm_id, job=running)
+            return
+        self._client.stop_vm(vm_id, correlation_id=_correlation(_STOP, vm_id))
 
-    def power_on(self, provider_id: str) -> None:
-        vm_id = self._vm_id(provider_id)
-        self._client.start_vm(vm_id, correlation_id=f"remediation-{vm_id}"[:50])
+    def power_on(self, provider_id: str, name: str) -> None:
+        vm_id = self._existing(provider_id, name)
+        stopping = self._running_job(_STOP, vm_id)
+        if stopping is not None:
+            raise ActionPending(f"a stop sent to VM {vm_id} is still running at the engine ({stopping}): a start "
+                                "now could be undone by it when it lands; the VM is started once it has ended")
+        running = self._running_job(_START, vm_id)
+        if running is not None:
+            log.info("a start of ours is still running at the engine: not sent again", vm_id=vm_id, job=running)
+            return
+        self._client.start_vm(vm_id, correlation_id=_correlation(_START, vm_id))
+
+    # --- helpers ------------------------------------------------------------------------------------------------
+    def _vm(self, provider_id: str, name: str) -> types.Vm | None:
+        """The VM of the providerID, when it exists and bears `name`; InstanceNotOwned when it bears another."""
+        vm_id = vm_id_from_provider_id(provider_id)
+        if vm_id is None:
+            raise ValueError(f"not an oVirt providerID: {provider_id!r}")
+        vm = self._client.vm(vm_id)
+        if vm is not None and vm.name != name:
+            raise InstanceNotOwned(
+                f"{provider_id} names VM {vm_id}, which is named {vm.name!r}, not {name!r}: a VM is the target's "
+                "only when it bears its name, so that VM is neither read nor sent anything", vm_id, provider_id)
+        return vm
+
+    def _existing(self, provider_id: str, name: str) -> str:
+        vm = self._vm(provider_id, name)
+        if vm is None:
+            raise NotFoundError(f"the VM of {provider_id} no longer exists")
+        return vm.id
+
+    def _running_job(self, verb: str, vm_id: str) -> str | None:
+        """A job of this verb's action on the VM that the engine is still carrying out, described for a log line."""
+        cutoff = self._clock() - _JOB_RUNS_AT_MOST
+        for job in self._client.jobs(_correlation(verb, vm_id)):
+            started = job.start_time
+            if started is not None and started.tzinfo is None:
+                started = started.replace(tzinfo=dt.UTC)  # a time that names no zone is read as UTC
+            if job.status == types.JobStatus.STARTED and (started is None or started >= cutoff):
+                return f"job {job.id} {job.description!r}, started {started}"
+        return None

@@ -25,6 +25,7 @@ from machine_controller.ovirt.cluster_inputs import ClusterVips, CredentialsWatc
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.instances import OvirtInstances
 from machine_controller.ovirt.power import OvirtPower
+from machine_controller.ovirt.request_metrics import RequestMetrics
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, compact
 from machine_controller.runtime.kube import Rest, load_api_client

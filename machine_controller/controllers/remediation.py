@@ -65,8 +65,11 @@ class RemediationTiming:
     max_concurrent_power: int = 3
 
 
+RESULTS = ("succeeded", "skipped", "failed", "escalated")
+
+
 class _Metrics:
-    def __init__(self, registry: CollectorRegistry | None):
+    def __init__(self, registry: CollectorRegistry | None, namespace: str | None):
         self.cycles = Counter("ovirt_remediation_power_cycles", "Power cycles started by oVirt remediations.",
                               ["namespace"], registry=registry)
         self.outcomes = Counter("ovirt_remediation_outcomes",
@@ -75,6 +78,12 @@ class _Metrics:
         self.unknown = Gauge("ovirt_remediation_vm_power_unknown",
                              "1 while a remediation waits on a VM whose state oVirt reports unknown (alert on it).",
                              ["namespace", "name"], registry=registry)
+        if namespace:
+            # The counters of the watched namespace start at 0: a series that first appears at 1 shows Prometheus
+            # no increase, and the first failed remediation would never fire its alert (config/monitoring).
+            self.cycles.labels(namespace)
+            for result in RESULTS:
+                self.outcomes.labels(namespace, result)
 
 
 class _Target:
@@ -89,7 +98,8 @@ class _Target:
 class RemediationReconciler:
     def __init__(self, rest: Rest, remediations: Store, machines: Store, nodes: Store, power: PowerControl,
                  events: EventRecorder, registry: CollectorRegistry | None = None,
-                 timing: RemediationTiming = RemediationTiming(), clock: Callable[[], dt.datetime] = now):
+                 timing: RemediationTiming = RemediationTiming(), clock: Callable[[], dt.datetime] = now,
+                 namespace: str | None = None):
         self._rest = rest
         self._remediations = remediations
         self._machines = machines
@@ -98,7 +108,7 @@ class RemediationReconciler:
         self._events = events
         self._timing = timing
         self._clock = clock
-        self._metrics = _Metrics(registry)
+        self._metrics = _Metrics(registry, namespace)
         self._refused: dict[str, tuple[int, dt.datetime]] = {}  # request key -> (refusals in a row, next try)
 
     # --- entry point --------------------------------------------------------------------------------------------
@@ -184,7 +194,6 @@ class RemediationReconciler:
             return None
         if power.state == PowerState.UNKNOWN:
             return self._wait_unknown(obj, rem, power)
-        self._metrics.unknown.labels(rem.metadata.namespace, rem.metadata.name).set(0)
         if power.state == PowerState.OFF:
             self._events.normal(obj, "PowerOffConfirmed", f"oVirt reports the VM of node {target.node_name} down")
             self._write(obj, rem, phase=RemediationPhase.RELEASING_STORAGE, message="releasing the node's storage",
@@ -439,6 +448,9 @@ class RemediationReconciler:
             # A copied providerID names another's VM: nothing was read from it or sent to it, nor will be.
             self._refuse(obj, rem, target, "VMNotOwned", str(e))
             return None
+        if power is None or power.state is not PowerState.UNKNOWN:
+            # The wait on an unknown VM, if there was one, is over (the gauge is removed with the request).
+            self._metrics.unknown.labels(rem.metadata.namespace, rem.metadata.name).set(0)
         if power is None:
             # A VM that no longer exists writes to nothing; its Machine fails (instance missing) and is replaced.
             self._metrics.outcomes.labels(rem.metadata.namespace, "failed").inc()
@@ -617,7 +629,7 @@ def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines:
     change (heartbeats alone do not wake them)."""
     remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
     reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
-                                       registry=manager.registry, timing=timing)
+                                       registry=manager.registry, timing=timing, namespace=namespace)
     remediations.add_handler(enqueue_object(queue))
 
     def for_machine(machine: dict) -> list[str]:

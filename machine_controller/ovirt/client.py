@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Callable, TypeVar
 
 import io
+import sys
+import time
 
 import ovirtsdk4 as sdk
 import ovirtsdk4.types as types
@@ -21,6 +23,7 @@ import tenacity
 
 from .connection import ConnectionPool, NoCredentials
 from .errors import ConflictError, NotFoundError, OvirtError, TransientError, classify
+from .request_metrics import RequestMetrics
 from .search import equals
 
 T = TypeVar("T")
@@ -30,8 +33,10 @@ log = structlog.get_logger(__name__)
 
 
 class OvirtClient:
-    def __init__(self, pool: ConnectionPool, attempts: int = 3, max_wait_s: float = 2.0):
+    def __init__(self, pool: ConnectionPool, attempts: int = 3, max_wait_s: float = 2.0,
+                 metrics: RequestMetrics | None = None):
         self.pool = pool
+        self._metrics = metrics
 
         def retrying(worth: Callable[[BaseException], bool]) -> tenacity.Retrying:
             return tenacity.Retrying(retry=tenacity.retry_if_exception(worth),
@@ -53,12 +58,26 @@ class OvirtClient:
         return self._call(what, lambda conn: fn(conn.system_service()))
 
     def _call(self, what: str, fn: Callable[[sdk.Connection], T], retrying: tenacity.Retrying | None = None) -> T:
+        metrics = self._metrics
+        # The metrics' operation label: the method that asked, a name from the code (request_metrics.py says why).
+        frame = sys._getframe(1)
+        while frame.f_code.co_name == "call" and frame.f_back is not None:
+            frame = frame.f_back
+        operation = frame.f_code.co_name
+
         def once() -> T:
             with self.pool.connection() as conn:
+                start = time.monotonic()
                 try:
-                    return fn(conn)
+                    result = fn(conn)
                 except Exception as e:  # noqa: BLE001 - every failure is classified at this edge
-                    raise classify(e, what) from e
+                    err = classify(e, what)
+                    if metrics is not None:
+                        metrics.observe(operation, err, time.monotonic() - start)
+                    raise err from e
+                if metrics is not None:
+                    metrics.observe(operation, None, time.monotonic() - start)
+                return result
         return (retrying or self._retrying)(once)
 
     def ping(self) -> None:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 from machine_controller.config import PORT, WORKERS, FlagParser
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
+from machine_controller.ovirt.request_metrics import RequestMetrics
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE, InvalidCredentials, from_secret_data
 from machine_controller.runtime.controller import Controller, enqueue_mapped
 from machine_controller.runtime.events import EventRecorder
@@ -36,8 +37,8 @@ log = get_logger(__name__)
 class CountingClient(OvirtClient):
     """Counts every request by what it does (the label is the call's description without the object's id)."""
 
-    def __init__(self, pool: ConnectionPool, metrics: StorageMetrics) -> None:
-        super().__init__(pool)
+    def __init__(self, pool: ConnectionPool, metrics: StorageMetrics, registry: CollectorRegistry) -> None:
+        super().__init__(pool, metrics=RequestMetrics.of(registry))
         self.metrics = metrics
 
     def call(self, what: str, fn: Callable[[Any], T]) -> T:
@@ -82,7 +83,7 @@ def build(args: argparse.Namespace, registry: CollectorRegistry | None = None) -
     classes = manager.add_informer(Informer(api, STORAGE_CLASSES))
     events = EventRecorder(api, PROVISIONER)
     manager.on_shutdown(events.close)
-    provisioner = Provisioner(rest, Disks(CountingClient(pool, metrics)), pvcs.store, pvs.store, classes.store,
+    provisioner = Provisioner(rest, Disks(CountingClient(pool, metrics, registry)), pvcs.store, pvs.store, classes.store,
                               events, metrics)
     queue = WorkQueue("ovirt-volume-provisioner", controller_rate_limiter(base=0.5, cap=60.0), registry=registry)
     pvcs.add_handler(enqueue_mapped(queue, provisioner.pvc_keys))

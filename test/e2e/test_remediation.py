@@ -207,6 +207,9 @@ def test_vm_in_unknown_state_is_never_taken_as_off(renv):
     # The host is back with the VM running: the cycle goes on and ends with the Node Ready.
     _wait(lambda: _phase(menv, name) in ("Succeeded", "Skipped"), "remediation ended", 120, menv)
     assert _ready(_node(menv, node)) == "True"
+    # The alert's gauge says the wait is over (OvirtVMPowerStateUnknown, config/monitoring).
+    assert f'ovirt_remediation_vm_power_unknown{{name="{name}",namespace="{menv.namespace}"}} 1.0' \
+        not in proc.metrics()
 
 
 def test_refused_stop_never_releases_storage_and_is_retried(renv):

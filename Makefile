@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Two pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
-PYTEST_WORKERS ?= 2
+# Three pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
+PYTEST_WORKERS ?= 3
 
 .PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images
 .PHONY: crds check-crds lint clean

@@ -48,6 +48,13 @@ class NodeLinkReconciler:
 
     def machine_for(self, node: dict) -> dict | None:
         pid = (node.get("spec") or {}).get("providerID")
+        if pid and len([n for n in self._nodes.by_index(INDEX_PROVIDER_ID, pid)
+                        if not n["metadata"].get("deletionTimestamp")]) > 1:
+            # Two Nodes claim one instance (a copied manifest): which is the Machine's cannot be told from the
+            # providerID, so neither is linked or written to (docs/architecture.md#acting-only-on-what-is-ours).
+            log.warning("several nodes carry one providerID; linking none", node=node["metadata"]["name"],
+                        provider_id=pid)
+            return None
         candidates = self._machines.by_index(INDEX_PROVIDER_ID, pid) if pid else []
         if not candidates:
             ips = list(internal_ip_index(node))

@@ -125,6 +125,12 @@ def test_a_node_whose_provider_id_names_another_vm_is_warned_and_left_alone(menv
             f"no {NOT_OWNED} event for Node {impostor}\n{menv.controller_logs()}"
         assert menv.cluster.kubectl("get", "node", impostor, check=False).returncode == 0
         _assert_untouched(menv, a, a_vm)
+        # Nodelink neither links A to the impostor nor writes A's annotation on it: two Nodes claim A's
+        # providerID, and which one is A's cannot be told from it.
+        time.sleep(2)
+        got = json.loads(menv.cluster.kubectl("get", "node", impostor, "-o", "json").stdout)
+        assert keys.ANNOTATION_NODE_MACHINE not in (got["metadata"].get("annotations") or {}), got["metadata"]
+        assert menv.machine(a)["status"]["nodeRef"]["name"] == a
     finally:
         menv.cluster.kubectl("delete", "node", impostor, "--wait=false", check=False)
 

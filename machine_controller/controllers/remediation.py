@@ -187,11 +187,12 @@ class RemediationReconciler:
                                                 ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
 
     def _powering_off(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
-        if target.node_name:
-            self._taint(target.node_name, REMEDIATION_TAINT_KEY, "", "NoSchedule")
         power = self._read_power(obj, rem, target)
         if power is None:
             return None
+        # Only now, the VM read and proven the target's own: a Node that copied another's providerID is not touched.
+        if target.node_name:
+            self._taint(target.node_name, REMEDIATION_TAINT_KEY, "", "NoSchedule")
         if power.state == PowerState.UNKNOWN:
             return self._wait_unknown(obj, rem, power)
         if power.state == PowerState.OFF:

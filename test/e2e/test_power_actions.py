@@ -10,11 +10,13 @@ controller process; the stops and starts are counted by the simulator.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 import yaml
 
+from api.remediation import OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY
 from machines import unique_name
 from test_machine_ownership import _copy_of
 from test_remediation import (_counts, _events, _node, _not_ready, _phase, _remediation, _request,  # noqa: F401
@@ -35,6 +37,14 @@ def _paused(menv) -> tuple[str, str, str]:
     menv.sim.control.pause_vm(vm_id)
     _not_ready(menv, node)
     return name, vm_id, node
+
+
+def _node_versions(menv, name: str, since: str) -> list[dict]:
+    """Every version Node `name` had after resourceVersion `since`, replayed by a watch from it (the API server keeps
+    the history until a compaction, minutes away)."""
+    out = menv.cluster.kubectl("get", "--raw", f"/api/v1/nodes?watch=1&fieldSelector=metadata.name%3D{name}"
+                                               f"&resourceVersion={since}&timeoutSeconds=1").stdout
+    return [json.loads(line)["object"] for line in out.splitlines() if line.strip()]
 
 
 def _stays_up(menv, vm_id: str, seconds: float) -> None:
@@ -115,6 +125,7 @@ def test_a_remediation_whose_provider_id_names_another_vm_stops_nothing(renv, na
         menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(
             {"apiVersion": "v1", "kind": "Node", "metadata": {"name": impostor},
              "spec": {"providerID": f"ovirt://{owner_vm}"}}))
+        created = _node(menv, impostor)["metadata"]["resourceVersion"]
     stops, starts = _counts(menv, owner_vm)
     try:
         if named_by == "Machine":
@@ -133,6 +144,12 @@ def test_a_remediation_whose_provider_id_names_another_vm_stops_nothing(renv, na
         assert _counts(menv, owner_vm) == (stops, starts)
         assert menv.sim.control.vm(owner_vm)["status"] == "up"
         assert not _taint_keys(_node(menv, owner_node))
+        if named_by == "Node":
+            # Not even for a moment: no version the impostor Node had since it was made bore a remediation taint
+            # (the node lifecycle controller's own taints on a Node without a kubelet are not ours to judge).
+            ours = {REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY}
+            versions = _node_versions(menv, impostor, created)
+            assert not any(_taint_keys(n) & ours for n in versions), [sorted(_taint_keys(n)) for n in versions]
     finally:
         if named_by == "Node":
             menv.cluster.kubectl("delete", "node", impostor, "--wait=false", check=False)

@@ -1,7 +1,8 @@
 """`ovirt-csi-driver`: flags, the gRPC server on the CSI endpoint, signals (docs/storage.md#csi-driver).
 
-The controller Deployment runs `--services controller` beside external-provisioner and external-attacher; the node
-DaemonSet runs `--services node` beside node-driver-registrar. The engine credentials are the keys of the
+The controller Deployment runs `--services controller` beside external-provisioner, external-attacher and
+external-resizer; the node DaemonSet runs `--services node` alone, registering itself with the kubelet
+(`registration.py`). Both serve their own liveness check (`health.py`). The engine credentials are the keys of the
 `ovirt-credentials` Secret mounted as files (`--credentials-dir`), needed by the controller side only.
 """
 
@@ -19,17 +20,20 @@ from pathlib import Path
 import grpc
 
 from api.ids import is_ovirt_id
-from machine_controller.config import WORKERS, FlagParser, bounded
+from machine_controller.config import PORT, WORKERS, FlagParser, bounded
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
 from machine_controller.runtime.logging import configure_logging, get_logger
+from machine_controller.runtime.server import HealthServer
 
 from ..disks import Disks
 from . import spec
 from .controller import controller_servicer
+from .health import probe_check
 from .identity import identity_servicer
 from .node import DEVICE_WAIT_S, node_servicer
+from .registration import Registration
 from .volumes import DRIVER_NAME
 
 log = get_logger(__name__)
@@ -50,12 +54,28 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--device-wait", type=bounded(float, 0.0, 3600.0), default=DEVICE_WAIT_S,
                    help="seconds a node call waits for the disk's /dev/disk/by-id link to appear")
     p.add_argument("--workers", type=WORKERS, default=8, help="concurrent gRPC calls")
+    p.add_argument("--registration-dir", default="",
+                   help="the kubelet's plugins_registry directory as mounted here: register the node plugin with "
+                        "the kubelet through a socket there (node only; empty: do not register)")
+    p.add_argument("--kubelet-registration-path", default="",
+                   help="the CSI socket's path as the kubelet sees it on the node, e.g. "
+                        f"/var/lib/kubelet/plugins/{DRIVER_NAME}/csi.sock (with --registration-dir)")
+    p.add_argument("--health-port", type=PORT, default=0,
+                   help="serve /healthz, the driver's Probe called on its own endpoint, on this port (0: off)")
+    p.add_argument("--probe-timeout", type=bounded(float, 0.1, 300.0), default=4.0,
+                   help="seconds /healthz waits for the Probe (the controller side's asks the engine)")
     p.add_argument("--log-level", default="info")
     args = p.parse_args(argv)
     args.services = [s.strip() for s in args.services.split(",") if s.strip()]
     bad = set(args.services) - set(SERVICES)
     if bad or not args.services:
         p.error(f"--services takes controller and/or node, got {args.services}")
+    if args.registration_dir and "node" not in args.services:
+        p.error("--registration-dir registers a node plugin: it needs --services with node")
+    if bool(args.registration_dir) != bool(args.kubelet_registration_path):
+        p.error("--registration-dir and --kubelet-registration-path go together")
+    if args.kubelet_registration_path and not os.path.isabs(args.kubelet_registration_path):
+        p.error(f"--kubelet-registration-path must be an absolute path, got {args.kubelet_registration_path!r}")
     return args
 
 
@@ -80,10 +100,13 @@ def node_id_of(args: argparse.Namespace) -> str:
     return node_id
 
 
+def _socket_path(endpoint: str) -> str:
+    return "/" + endpoint[len("unix:"):].lstrip("/")
+
+
 def listen_address(endpoint: str) -> str:
     if endpoint.startswith("unix:"):
-        path = endpoint[len("unix:"):].lstrip("/")
-        path = "/" + path
+        path = _socket_path(endpoint)
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
             raise SystemExit(f"ovirt-csi-driver: the socket's directory {parent} does not exist")
@@ -91,6 +114,14 @@ def listen_address(endpoint: str) -> str:
             os.remove(path)  # left by a previous run of the driver
         return f"unix://{path}"
     return endpoint.removeprefix("tcp://")
+
+
+def client_address(endpoint: str) -> str:
+    """The address a gRPC client of this process dials for `endpoint` (a wildcard host becomes loopback)."""
+    if endpoint.startswith("unix:"):
+        return f"unix://{_socket_path(endpoint)}"
+    host, _, port = endpoint.removeprefix("tcp://").rpartition(":")
+    return f"{'127.0.0.1' if host in ('', '0.0.0.0', '[::]') else host}:{port}"
 
 
 def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple[grpc.Server, ConnectionPool | None]:
@@ -111,6 +142,25 @@ def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple
     return server, pool
 
 
+def start_node_extras(args: argparse.Namespace) -> tuple[HealthServer | None, Registration | None]:
+    """The liveness endpoint and the kubelet registration, started once the CSI endpoint serves (the kubelet calls
+    NodeGetInfo there as soon as it sees the registration socket)."""
+    health = registration = None
+    if args.health_port:
+        pb, pb_grpc = spec.load()
+        health = HealthServer(port=args.health_port, serve_metrics=False)
+        health.add_healthz_check("csi-probe", probe_check(pb, pb_grpc, client_address(args.endpoint),
+                                                          args.probe_timeout))
+    if args.registration_dir:
+        registration = Registration(args.registration_dir, DRIVER_NAME, args.kubelet_registration_path)
+        registration.start()
+        if health:
+            health.add_healthz_check("kubelet-registration", registration.healthy)
+    if health:
+        health.start()
+    return health, registration
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     configure_logging(args.log_level)
@@ -124,11 +174,22 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     log.info("serving", driver=DRIVER_NAME, endpoint=args.endpoint, services=args.services)
+    code, health, registration = 0, None, None
+    try:
+        health, registration = start_node_extras(args)
+    except (OSError, ValueError, RuntimeError) as e:  # a port in use, no registration directory
+        print(f"ovirt-csi-driver: {e}", file=sys.stderr)
+        code = 2
+        stop.set()
     stop.wait()
+    if registration is not None:
+        registration.stop()  # first: the kubelet unregisters the driver while its endpoint still answers
+    if health is not None:
+        health.stop()
     server.stop(grace=5).wait()
     if pool is not None:
         pool.close()
-    return 0
+    return code
 
 
 if __name__ == "__main__":

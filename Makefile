@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 # Three pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
 PYTEST_WORKERS ?= 3
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images
+.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images bench-deps
 .PHONY: crds check-crds lint clean
 
 demo: venv kube-binaries
@@ -64,6 +64,10 @@ images: venv system-deps
 
 crds: venv
 	$(PY) -m hack.gen_crds
+
+# The benchmark's own extras (hack/bench: matplotlib for --plot, py-spy for --py-spy); no product code needs them.
+bench-deps: venv
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,bench]'
 
 clean:
 	rm -rf $(VENV) .pytest_cache

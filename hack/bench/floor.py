@@ -9,7 +9,7 @@ as long as the last list took, whichever is longer) tells which are. No controll
 simulator, so the benchmark divides its time to all Running by this (hack/bench/machines.py). 16 workers were the
 best of 4, 16 and 64 for N=100 here.
 
-    floor = boot_floor(sim, inst, n=100, prefix="floor-100", node_names=kubectl.node_names)
+    floor = boot_floor(sim, inst, n=100, prefix="floor-100", node_names=nodes.names)
 """
 
 from __future__ import annotations
@@ -43,13 +43,16 @@ class Floor:
     workers: int
     seconds: float
     requests: int
+    # (seconds since the start, guests booted, their Nodes registered), one row per look: the picture's floor.
+    timeline: tuple[tuple[float, int, int], ...] = ()
 
 
 def boot_floor(sim, inst: ovirt_install.Installation, n: int, prefix: str, workers: int = 16,
                shape: Shape = Shape(), node_names: Callable[[], set[str]] | None = None,
                poll_s: float = 0.02) -> Floor:
     """Create and boot `n` VMs named `<prefix>-<i>` with `workers` concurrent connections; returns the seconds
-    until every guest reported an address (and, with `node_names`, every Node exists), then removes the VMs."""
+    until every guest reported an address (and, with `node_names`, every Node exists), then removes the VMs.
+    `node_names` is asked at every look (the benchmark answers from an informer's cache)."""
     local = threading.local()
     conns = []
     conns_lock = threading.Lock()
@@ -83,6 +86,7 @@ def boot_floor(sim, inst: ovirt_install.Installation, n: int, prefix: str, worke
     grown: set[str] = set()
     started: set[str] = set()
     booted: set[str] = set()
+    timeline: list[tuple[float, int, int]] = []
     t0 = time.monotonic()
     with ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(create, name) for name in names]
@@ -106,7 +110,9 @@ def boot_floor(sim, inst: ovirt_install.Installation, n: int, prefix: str, worke
                 elif vm.status == types.VmStatus.UP and any(
                         d.ips for d in vm.reported_devices or [] if d.name and d.name.startswith("eth")):
                     booted.add(vm.id)
-            if len(booted) == n and (node_names is None or set(names) <= node_names()):
+            registered = len(set(names) & node_names()) if node_names else 0
+            timeline.append((time.monotonic() - t0, len(booted), registered))
+            if len(booted) == n and (node_names is None or registered == n):
                 break
             # A list of a thousand VMs takes the simulator seconds: listing back to back would starve the creates.
             time.sleep(max(poll_s, time.monotonic() - listed_at))
@@ -124,4 +130,4 @@ def boot_floor(sim, inst: ovirt_install.Installation, n: int, prefix: str, worke
         watcher.close()
         for c in conns:
             c.close()
-    return Floor(n=n, workers=workers, seconds=elapsed, requests=requests)
+    return Floor(n=n, workers=workers, seconds=elapsed, requests=requests, timeline=tuple(timeline))

@@ -1,13 +1,16 @@
 """Benchmark of the Machine controller: N Machines created at once against the simulator.
 
     .venv/bin/python -m hack.bench.machines [--n 10,100] [--machineset 100] [--steady 60] [--profile fast]
-                                            [--heartbeat 60]
+                                            [--heartbeat 60] [--plot DIR] [--py-spy DIR]
 
 For each N it reports: the time until all N Machines are Running, divided by the floor for N (the same N VMs
 created and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run,
 hack/bench/floor.py); the oVirt requests per Machine (the simulator's own counters) by endpoint; the controller
-process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches). Then it deletes
-the Machines and reports the same for deletion. The MachineSet variant scales a set 0 -> N -> 0 with
+process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches); the Kubernetes
+API writes per Machine by verb, resource and answer code, events included (the API server's audit log,
+hack/bench/audit.py). Then it deletes the Machines and reports the same for deletion. `--plot DIR` draws each run
+(hack/bench/plot.py), `--py-spy DIR` samples the controller during each creation (hack/bench/pyspy.py); both need
+`make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with
 `kubectl scale` and counts the oVirt requests per minute of the steady state with N Running Machines.
 `--heartbeat` sets how often the simulated kubelets post their Node status: a real kubelet posts it every 10 s
 only when it changed and every 5 min otherwise, so at N=1000 the profile's 1 s would make the simulator's guests,
@@ -22,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,13 +34,17 @@ from typing import Callable
 import yaml
 
 from hack import ovirt_install
+from hack.bench.audit import AuditLog
 from hack.bench.floor import Floor, boot_floor
+from hack.bench.plot import Run, Sample, draw
+from hack.bench.pyspy import PySpy, summary
 from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
-from machine_controller.controllers.resources import MACHINES
+from machine_controller.app import COMPONENT
+from machine_controller.controllers.resources import MACHINES, NODES
 from machine_controller.runtime.informer import Informer, compact
 from machine_controller.runtime.kube import Rest, load_api_client
 from machine_controller.runtime.logging import configure_logging
@@ -52,11 +60,15 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
-def _proc_peak_rss_mib(pid: int) -> float:
+def _proc_status_mib(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def _proc_peak_rss_mib(pid: int) -> float:
+    return _proc_status_mib(pid, "VmHWM")
 
 
 class Kubectl:
@@ -66,9 +78,6 @@ class Kubectl:
 
     def __call__(self, *args: str, input: str | None = None) -> str:
         return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, input=input).stdout
-
-    def node_names(self) -> set[str]:
-        return set(self("get", "nodes", "-o", "jsonpath={.items[*].metadata.name}").split())
 
 
 class PhaseWatch:
@@ -99,8 +108,58 @@ class PhaseWatch:
                     f"{p or 'no phase'} {phases.count(p)}" for p in sorted(set(phases))), file=sys.stderr)
             time.sleep(0.2)
 
+    def phases(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self._informer.store.list():
+            phase = "Deleting" if m["metadata"].get("deletionTimestamp") else (m.get("status") or {}).get("phase") or ""
+            counts[phase] = counts.get(phase, 0) + 1
+        return counts
+
     def close(self) -> None:
         self._informer.stop()
+
+
+class NodeWatch:
+    """The names of the Nodes, from an informer: the floor asks at every look, which `kubectl get` would make
+    cost the floor itself a process each time."""
+
+    def __init__(self, kubeconfig: Path):
+        self._informer = Informer(load_api_client(str(kubeconfig)), NODES, transform=compact)
+        self._informer.start()
+        if not self._informer.wait_for_sync(60):
+            raise RuntimeError("the Node informer did not sync in 60 s")
+
+    def names(self) -> set[str]:
+        return {n["metadata"]["name"] for n in self._informer.store.list()}
+
+    def close(self) -> None:
+        self._informer.stop()
+
+
+class Sampler:
+    """Every `every` seconds, the Machines by phase and the controller's CPU seconds and RSS: the picture's data."""
+
+    def __init__(self, run: Run, watch: PhaseWatch, pid: int, every: float = 0.5):
+        self._run, self._watch, self._pid, self._every = run, watch, pid, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self.t0 = time.monotonic()
+
+    def _loop(self) -> None:
+        while True:
+            self._run.samples.append(Sample(time.monotonic() - self.t0, self._watch.phases(), _proc_cpu_s(self._pid),
+                                            _proc_status_mib(self._pid, "VmRSS")))
+            if self._stop.wait(self._every):
+                return
+
+    def __enter__(self) -> "Sampler":
+        self.t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def machine(inst: ovirt_install.Installation, name: str) -> dict:
@@ -118,33 +177,59 @@ def create_all(machines: list[dict], kubeconfig: Path, concurrency: int = 16) ->
         list(pool.map(lambda m: rest.create(MACHINES, m, NS), machines))
 
 
-def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: Floor) -> dict:
+def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: Floor, audit: AuditLog,
+            plot_dir: Path | None, spy_dir: Path | None) -> dict:
+    pid = ctl.proc.pid
     sim.control.reset_counts()
-    cpu0 = _proc_cpu_s(ctl.proc.pid)
     names = [f"bench-{n}-{i:03d}" for i in range(n)]
     watch = PhaseWatch(kubectl.kubeconfig)
-    t0 = time.monotonic()
-    create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
-    watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
-    create_s = time.monotonic() - t0
-    create_counts = sim.control.counts()
-    create_requests = sum(create_counts.values())
-    cpu1 = _proc_cpu_s(ctl.proc.pid)
+    run = Run(n, floor)
+    load0 = os.getloadavg()[0]
+    spy = PySpy(pid, spy_dir / f"profile-{n}.txt") if spy_dir else None
+    with Sampler(run, watch, pid) as sampler:
+        mark = audit.mark()
+        cpu0 = _proc_cpu_s(pid)
+        if spy:
+            spy.__enter__()
+        t0 = time.monotonic()
+        create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
+        watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
+        create_s = time.monotonic() - t0
+        cpu1 = _proc_cpu_s(pid)
+        if spy:
+            spy.__exit__(None, None, None)
+        create_counts = sim.control.counts()
+        create_requests = sum(create_counts.values())
+        load1 = os.getloadavg()[0]
+        create_writes = audit.writes_since(mark, COMPONENT)
 
-    sim.control.reset_counts()
-    t1 = time.monotonic()
-    kubectl("-n", NS, "delete", "machines", "--all", "--wait=false")
-    watch.wait(lambda phases: not phases, f"N={n} delete")
+        sim.control.reset_counts()
+        mark = audit.mark()
+        cpu2 = _proc_cpu_s(pid)
+        run.delete_at = time.monotonic() - sampler.t0
+        t1 = time.monotonic()
+        kubectl("-n", NS, "delete", "machines", "--all", "--wait=false")
+        watch.wait(lambda phases: not phases, f"N={n} delete")
+        delete_s = time.monotonic() - t1
+        cpu3 = _proc_cpu_s(pid)
+        load2 = os.getloadavg()[0]
     watch.close()
-    delete_s = time.monotonic() - t1
     delete_counts = sim.control.counts()
     delete_requests = sum(delete_counts.values())
+    delete_writes = audit.writes_since(mark, COMPONENT)
+    if plot_dir:
+        draw(run, plot_dir / f"bench-{n}.png", f"N={n}: all Running {create_s:.1f} s (floor {floor.seconds:.1f} s), "
+             f"controller CPU {1000 * (cpu1 - cpu0) / n:.0f} ms per Machine, "
+             f"{sum(create_writes.values()) / n:.1f} API writes per Machine; deleted in {delete_s:.1f} s")
     return {"n": n, "create_s": create_s, "floor_s": floor.seconds, "ratio": create_s / floor.seconds,
             "create_req_per_machine": create_requests / n,
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
             "cpu_s": cpu1 - cpu0, "cpu_ms_per_machine": 1000 * (cpu1 - cpu0) / n,
-            "peak_rss_mib": _proc_peak_rss_mib(ctl.proc.pid),
-            "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n)}
+            "delete_cpu_ms_per_machine": 1000 * (cpu3 - cpu2) / n,
+            "peak_rss_mib": _proc_peak_rss_mib(pid), "load": (load0, load1, load2),
+            "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
+            "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
+            "profile": summary(spy_dir / f"profile-{n}.txt") if spy_dir else None}
 
 
 def _per_machine(counts: dict[str, int], n: int) -> dict[str, float]:
@@ -210,6 +295,9 @@ def main() -> int:
     parser.add_argument("--heartbeat", type=float, default=None,
                         help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
     parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
+    parser.add_argument("--plot", type=Path, default=None, help="write a PNG per N into this directory")
+    parser.add_argument("--py-spy", type=Path, default=None, dest="spy",
+                        help="profile the controller during each creation with py-spy, raw stacks into this directory")
     args = parser.parse_args()
     configure_logging("warning", sys.stderr)  # the phase informer's own log lines are not figures
     counts = [int(x) for x in args.n.split(",")]
@@ -219,7 +307,11 @@ def main() -> int:
     # and a status write, which wake the controllers watching Nodes) after 50 s without one; the simulated
     # kubelets renew no Lease, so with a longer heartbeat it is told to wait as long as the simulator does.
     kcm_args = (f"--node-monitor-grace-period={int(2 * args.heartbeat)}s",) if args.heartbeat else ()
-    with LocalControlPlane(work / "plane", controller_manager_args=kcm_args) as plane:
+    audit = AuditLog(work / "audit")
+    if args.spy:
+        args.spy.mkdir(parents=True, exist_ok=True)
+    with LocalControlPlane(work / "plane", controller_manager_args=kcm_args,
+                           apiserver_args=audit.apiserver_args()) as plane:
         kubectl = Kubectl(plane.kubeconfig())
         kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "manager" / "namespace.yaml"))
         kubectl("apply", "-k", str(ovirt_install.REPO / "config" / "crd"))
@@ -238,16 +330,18 @@ def main() -> int:
             kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "samples" / "worker-user-data.yaml"))
             # The floors run first, before the controller exists, and leave no VM and no Node behind.
             floors: dict[int, Floor] = {}
+            nodes = NodeWatch(plane.kubeconfig())
             for n in sorted(set(counts + ([args.machineset] if args.machineset else []))):
                 floors[n] = boot_floor(sim, inst, n, prefix=f"floor-{n}", workers=args.floor_workers,
-                                       node_names=kubectl.node_names)
+                                       node_names=nodes.names)
                 kubectl("delete", "nodes", "-l", "node.openshift.io/os_id=rhcos", "--wait=false")
+            nodes.close()
             ctl = ControllerProcess(plane.kubeconfig(), work / "controller.log",
                                     extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}"),
                                     env={"MALLOC_ARENA_MAX": "2"}).start()  # as the image runs it (Dockerfile)
             try:
                 ctl.wait_ready()
-                rows = [run_one(n, kubectl, sim, inst, ctl, floors[n]) for n in counts]
+                rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy) for n in counts]
                 ms_row = run_machineset(args.machineset, kubectl, sim, inst, ctl, floors[args.machineset],
                                         args.steady) if args.machineset else None
             finally:
@@ -256,16 +350,24 @@ def main() -> int:
     print(f"\nsimulator profile {args.profile!r}, guest Node heartbeat {heartbeat} s; controller workers="
           f"{args.workers}; floor: the same N VMs created and booted by the bare SDK with {args.floor_workers} "
           f"connections\n")
-    print(f"{'N':>5} {'all Running':>12} {'floor':>7} {'/ floor':>8} {'req/machine':>12} {'delete':>8} "
-          f"{'del req/m':>10} {'CPU s':>7} {'CPU ms/m':>9} {'peak RSS':>9}")
+    print(f"{'N':>5} {'all Running':>12} {'floor':>7} {'/ floor':>8} {'req/machine':>12} {'writes/m':>9} "
+          f"{'delete':>8} {'del req/m':>10} {'del wr/m':>9} {'CPU s':>7} {'CPU ms/m':>9} {'del ms/m':>9} "
+          f"{'peak RSS':>9} {'load 1m':>15}")
     for r in rows:
         print(f"{r['n']:>5} {r['create_s']:>11.1f}s {r['floor_s']:>6.1f}s {r['ratio']:>7.2f}x "
-              f"{r['create_req_per_machine']:>12.1f} {r['delete_s']:>7.1f}s {r['delete_req_per_machine']:>10.1f} "
-              f"{r['cpu_s']:>7.1f} {r['cpu_ms_per_machine']:>9.0f} {r['peak_rss_mib']:>7.0f}MiB")
+              f"{r['create_req_per_machine']:>12.1f} {sum(r['create_writes'].values()):>9.2f} "
+              f"{r['delete_s']:>7.1f}s {r['delete_req_per_machine']:>10.1f} {sum(r['delete_writes'].values()):>9.2f} "
+              f"{r['cpu_s']:>7.1f} {r['cpu_ms_per_machine']:>9.1f} {r['delete_cpu_ms_per_machine']:>9.1f} "
+              f"{r['peak_rss_mib']:>7.0f}MiB {'/'.join(f'{x:.1f}' for x in r['load']):>15}")
+    print("  (load 1m: the machine's 1-minute load average before the creation, at all Running, at all deleted)")
     for r in rows:
         for what in ("create", "delete"):
             parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
-            print(f"  N={r['n']} {what} requests per Machine by endpoint: {parts}")
+            print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())
+            print(f"  N={r['n']} {what} Kubernetes API writes per Machine (verb resource code): {parts}")
+        if r["profile"]:
+            print(f"  N={r['n']} create, py-spy profile of the controller:\n" + r["profile"])
     if ms_row:
         r = ms_row
         print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.2f}x the floor), "

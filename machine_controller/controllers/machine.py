@@ -126,7 +126,8 @@ class MachineReconciler:
         except ActuatorError as e:
             self._create_problem(obj, machine, str(e), event=False)
             raise
-        self._record_instance(obj, machine, progress)
+        if not progress.done:  # a done step is recorded whole by `_refresh`, in one metadata write
+            self._record_instance(obj, machine, progress, passing=not progress.problem)
         if progress.problem:
             self._start_problem(obj, machine, progress.problem)
         if not progress.done:
@@ -185,9 +186,15 @@ class MachineReconciler:
         self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
         return Result(requeue=True)
 
-    def _record_instance(self, obj: dict, machine: Machine, progress: Progress) -> None:
-        """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id."""
+    def _record_instance(self, obj: dict, machine: Machine, progress: Progress, passing: bool = False) -> None:
+        """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id.
+        `passing`: the state is one the instance passes through on its way up (image_locked, down,
+        wait_for_launch, powering_up), written only with the id the first time: the phase Provisioning says the
+        Machine is on its way, and each passing state would cost a write per Machine (a thousand Machines, three
+        thousand writes: hack/bench/machines.py); the state is written again when provisioning ends or stalls."""
         if not progress.instance_id:
+            return
+        if passing and machine.metadata.annotations.get(keys.ANNOTATION_VM_ID) == progress.instance_id:
             return
         annotations = {keys.ANNOTATION_VM_ID: progress.instance_id}
         if progress.instance_state:

@@ -230,6 +230,11 @@ def _own_writes_wake_nothing(w: World) -> None:
     assert not w.reconciler.own_writes.is_echo(w.machine())
 
 
+def _one_meta_and_one_status_write(w: World) -> None:
+    assert w.api.writes(MACHINES) == [("PATCH", "machines", NAME), ("PATCH", "machines", f"{NAME}/status")]
+    _provider_id_and_addresses_recorded(w)
+
+
 def _start_problem_told(w: World) -> None:
     assert NO_HOST.problem in w.events.recorded[0].message
     running = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceRunning")
@@ -332,6 +337,17 @@ ROWS = [
         annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
         events=[("Normal", "Created")], calls={"provision": 1, "status": 1},
         check=_provider_id_and_addresses_recorded),
+    Row("a passing state of the instance while provisioning is not written: its id is already recorded",
+        machine("Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"}),
+        [Result(requeue_after=1.0)],
+        provision=[Progress(done=False, requeue_after=1.0, instance_id=VM, instance_state="wait_for_launch")],
+        phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+        calls={"provision": 1}, check=_writes_nothing),
+    Row("the instance runs: its state and providerID in one metadata write, Provisioned in one status write",
+        machine("Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "down"}),
+        [Result(requeue_after=30.0)], provision=[STARTED], status=[UP], phase="Provisioned",
+        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+        events=[("Normal", "Created")], calls={"provision": 1, "status": 1}, check=_one_meta_and_one_status_write),
     Row("instance runs and the Node is linked -> Running", machine("Provisioning", node=True), [None],
         provision=[STARTED], status=[UP], phase="Running", conditions={"InstanceExists": "True"},
         events=[("Normal", "Created")], calls={"provision": 1, "status": 1}),

@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from api._fields import json_fields
 
@@ -64,33 +64,59 @@ def _type_name(value: Any) -> str:
 
 def decode(tp: Any, value: Any, path: str = "") -> Any:
     """Convert a JSON-like value into the Python type `tp`."""
+    return _decoder(tp)(value, path)
+
+
+Decoder = Callable[[Any, str], Any]
+
+
+@functools.cache
+def _decoder(tp: Any) -> Decoder:
+    """The decoder of `tp`, worked out once per type: the controller decodes a Machine at every pass, and asking
+    `typing` what each field's type is at every value cost more than the rest of a pass (hack/bench/machines.py)."""
     tp, _ = unwrap_optional(tp)
     if tp is Any:
-        return value
+        return lambda value, path: value
     if is_union(tp):  # int-or-string
-        for alt in typing.get_args(tp):
-            if _matches_scalar(alt, value):
-                return value
-        names = " or ".join(_JSON_NAMES[a] for a in typing.get_args(tp))
-        raise DecodeError(path, f"expected {names}, got {_type_name(value)}")
+        alternatives = typing.get_args(tp)
+
+        def union(value: Any, path: str) -> Any:
+            for alt in alternatives:
+                if _matches_scalar(alt, value):
+                    return value
+            names = " or ".join(_JSON_NAMES[a] for a in alternatives)
+            raise DecodeError(path, f"expected {names}, got {_type_name(value)}")
+        return union
     if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, path)
+        cls = typing.cast(type, tp)
+        return lambda value, path: from_dict(cls, value, path)
     origin = typing.get_origin(tp)
     if origin is list:
-        if not isinstance(value, list):
-            raise DecodeError(path, f"expected array, got {_type_name(value)}")
         (item,) = typing.get_args(tp)
-        return [decode(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+        item_decoder = _decoder(item)
+
+        def array(value: Any, path: str) -> Any:
+            if not isinstance(value, list):
+                raise DecodeError(path, f"expected array, got {_type_name(value)}")
+            return [item_decoder(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return array
     if origin is dict:
-        if not isinstance(value, Mapping):
-            raise DecodeError(path, f"expected object, got {_type_name(value)}")
         _, item = typing.get_args(tp)
-        return {str(k): decode(item, v, _join(path, str(k))) for k, v in value.items()}
-    if _matches_scalar(tp, value):
-        return value
-    if tp is float and _matches_scalar(int, value):
-        return float(value)
-    raise DecodeError(path, f"expected {_JSON_NAMES.get(tp, tp)}, got {_type_name(value)}")
+        value_decoder = _decoder(item)
+
+        def mapping(value: Any, path: str) -> Any:
+            if not isinstance(value, Mapping):
+                raise DecodeError(path, f"expected object, got {_type_name(value)}")
+            return {str(k): value_decoder(v, _join(path, str(k))) for k, v in value.items()}
+        return mapping
+
+    def scalar(value: Any, path: str) -> Any:
+        if _matches_scalar(tp, value):
+            return value
+        if tp is float and _matches_scalar(int, value):
+            return float(value)
+        raise DecodeError(path, f"expected {_JSON_NAMES.get(tp, tp)}, got {_type_name(value)}")
+    return scalar
 
 
 def _matches_scalar(tp: Any, value: Any) -> bool:
@@ -101,18 +127,24 @@ def _matches_scalar(tp: Any, value: Any) -> bool:
     return isinstance(value, tp)
 
 
+@functools.cache
+def _fields_plan(cls: type) -> tuple[tuple[str, str, Decoder], ...]:
+    """(attribute, JSON key, decoder) of each field of `cls`."""
+    hints = type_hints(cls)
+    return tuple((f.name, f.metadata["key"], _decoder(hints[f.name])) for f in json_fields(cls))
+
+
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build `cls` from a mapping; unknown keys are ignored, null/absent keys take the field default."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
         raise DecodeError(path, f"expected object, got {_type_name(data)}")
-    hints = type_hints(cls)
     kwargs = {}
-    for f in json_fields(cls):
-        raw = data.get(f.metadata["key"])
+    for name, key, field_decoder in _fields_plan(cls):
+        raw = data.get(key)
         if raw is not None:
-            kwargs[f.name] = decode(hints[f.name], raw, _join(path, f.metadata["key"]))
+            kwargs[name] = field_decoder(raw, f"{path}.{key}" if path else key)
     return cls(**kwargs)
 
 

@@ -28,8 +28,9 @@ from machine_controller.runtime.cache_dir import cache_dir
 
 KUBE_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.8"
-# kubelet runs the test bed's real nodes (hack/controlplane/nodes.py); it comes from the same module and go.mod.
-KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet")
+# kubelet runs the test bed's real nodes (hack/controlplane/nodes.py), kube-proxy their Services (proxy.py); both
+# come from the same module and go.mod.
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet", "kube-proxy")
 _GOPROXY_DEFAULT = "https://proxy.golang.org"
 
 

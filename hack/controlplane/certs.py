@@ -42,6 +42,8 @@ IDENTITIES = (ADMIN, CONTROLLER_MANAGER, SCHEDULER, RESTRICTED)
 # How the API server authenticates to kubelets (logs, exec, port-forward): the real nodes' kubelets run webhook
 # authentication with this CA, and authorize it by SubjectAccessReview like any caller (kubeadm names it so too).
 KUBELET_CLIENT = Identity("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",))
+# kube-proxy (proxy.py): the bootstrap ClusterRoleBinding system:node-proxier grants this user what it reads.
+KUBE_PROXY = Identity("kube-proxy", "system:kube-proxy")
 
 
 def node_identity(node: str) -> Identity:
@@ -121,8 +123,9 @@ class Pki:
         return self.dir / f"{ident.name}.key"
 
 
-def generate(directory: Path) -> Pki:
-    """Write every key and certificate the control plane needs into `directory` (mode 0700)."""
+def generate(directory: Path, addresses: tuple[str, ...] = ()) -> Pki:
+    """Write every key and certificate the control plane needs into `directory` (mode 0700). The API server's
+    serving certificate names `addresses` too (IPs it is reached at beside loopback and its Service's)."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     pki = Pki(directory)
     ca_key = _key()
@@ -145,6 +148,7 @@ def generate(directory: Path) -> Pki:
         x509.DNSName("kubernetes.default.svc"),
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         x509.IPAddress(ipaddress.ip_address("10.0.0.1")),  # first address of --service-cluster-ip-range
+        *(x509.IPAddress(ipaddress.ip_address(a)) for a in addresses if a != "127.0.0.1"),
     ]
     serving = (
         _builder(_name("kube-apiserver"), ca_name, serving_key.public_key())

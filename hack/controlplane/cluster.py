@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import certs
+from .address import node_ip
 from .build import Binaries, ensure_binaries
 from .kubeconfig import write_kubeconfig
 
@@ -152,7 +153,7 @@ class LocalControlPlane:
         self.state = State(dir=str(self.dir), etcd_data=etcd_data, api_port=_free_port())
         self.state.save()
         try:
-            pki = certs.generate(self.dir / "pki")
+            pki = certs.generate(self.dir / "pki", addresses=(node_ip(),))
             for ident in certs.IDENTITIES:
                 path = self.dir / f"{ident.name}.kubeconfig"
                 write_kubeconfig(path, self.state.server, pki, ident)
@@ -237,10 +238,13 @@ class LocalControlPlane:
 
     def _start_apiserver(self, b: Binaries, pki: certs.Pki, etcd_url: str) -> None:
         assert self.state
+        advertised = node_ip()
         self._start("kube-apiserver", [
             str(b.path("kube-apiserver")),
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.state.api_port}",
+            # Pods reach the API server as in a cluster: the `kubernetes` Service's ClusterIP, which kube-proxy
+            # (proxy.py) sends to the advertised address, the machine's (pods cannot reach loopback; address.py).
+            "--bind-address=0.0.0.0", f"--advertise-address={advertised}", f"--secure-port={self.state.api_port}",
             f"--cert-dir={self.dir / 'apiserver-certs'}",
             f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
             f"--client-ca-file={pki.ca_cert}",
@@ -254,9 +258,9 @@ class LocalControlPlane:
             "--kubelet-preferred-address-types=InternalIP,Hostname",
             f"--kubelet-client-certificate={pki.client_cert(certs.KUBELET_CLIENT)}",
             f"--kubelet-client-key={pki.client_key(certs.KUBELET_CLIENT)}",
-            # The `kubernetes` Service endpoint would point at loopback, which the API server refuses to
-            # publish; nothing here needs in-cluster access to the API server through that Service.
-            "--endpoint-reconciler-type=none",
+            # Without a route off the machine the only address is loopback, which the API server refuses to publish
+            # as the `kubernetes` Service's endpoint; no pod could reach it anyway.
+            *(["--endpoint-reconciler-type=none"] if advertised == "127.0.0.1" else []),
             "--profiling=false",
         ])
 

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import yaml
 from hack.csi_host import unmount_under
 
 from . import certs
+from .address import node_ip
 from .build import Binaries, ensure_binaries
 from .cluster import LocalControlPlane, _alive, _free_port, stop_process_group
 from .kubeconfig import write_kubeconfig
@@ -52,17 +52,6 @@ START_TIMEOUT_S = 90.0
 
 def _log(msg: str) -> None:
     print(f"[node] {msg}", file=sys.stderr, flush=True)
-
-
-def node_ip() -> str:
-    """The machine's address on its default route: what the kubelet registers as InternalIP, and where the API
-    server dials it (loopback would do too, but pods and other nodes see the machine at this address)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect(("192.0.2.254", 9))  # no packet is sent: connect() on UDP only chooses the route
-        except OSError:  # no route at all: the API server reaches the kubelet on loopback still
-            return "127.0.0.1"
-        return s.getsockname()[0]
 
 
 def _claim_slot() -> int:

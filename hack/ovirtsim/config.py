@@ -16,6 +16,9 @@ DEFAULT_USERNAME = "admin@internal"
 DEFAULT_PASSWORD = "ovirtsim-admin"
 
 LISTEN_HOST = "127.0.0.1"
+# The engine API listens on every address, so that a pod on a real node (docs/architecture.md#real-nodes) reaches it
+# at the machine's address (`pod_url`), as a controller pod reaches an engine; the control API stays on loopback.
+API_LISTEN_HOST = "0.0.0.0"
 
 
 class Profile(str, Enum):

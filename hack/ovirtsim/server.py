@@ -19,9 +19,10 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from hack.controlplane.address import node_ip
 from hack.ovirtsim import xmlio
-from hack.ovirtsim.config import (API_PREFIX, LISTEN_HOST, SSO_LOGOUT_PATH, SSO_TOKEN_HTTP_AUTH_PATH, SSO_TOKEN_PATH,
-                                  SimConfig)
+from hack.ovirtsim.config import (API_LISTEN_HOST, API_PREFIX, LISTEN_HOST, SSO_LOGOUT_PATH, SSO_TOKEN_HTTP_AUTH_PATH,
+                                  SSO_TOKEN_PATH, SimConfig)
 from hack.ovirtsim.control import ControlApi
 from hack.ovirtsim.engine import Engine
 from hack.ovirtsim.errors import ApiError
@@ -51,10 +52,10 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, port: int, handler: type, ssl_context: ssl.SSLContext | None, owner: Any) -> None:
+    def __init__(self, host: str, port: int, handler: type, ssl_context: ssl.SSLContext | None, owner: Any) -> None:
         self.ssl_context = ssl_context
         self.owner = owner
-        super().__init__((LISTEN_HOST, port), handler)
+        super().__init__((host, port), handler)
 
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = super().get_request()
@@ -237,8 +238,8 @@ class Simulator:
             self.cert_files = generate(config.cert_dir or tempfile.mkdtemp(prefix="ovirtsim-pki-"))
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(self.cert_files.cert_file, self.cert_files.key_file)
-        self.api_server = _Server(config.port, ApiHandler, ctx, self)
-        self.control_server = _Server(config.control_port, ControlHandler, None, self)
+        self.api_server = _Server(API_LISTEN_HOST, config.port, ApiHandler, ctx, self)
+        self.control_server = _Server(LISTEN_HOST, config.control_port, ControlHandler, None, self)
         self._threads: list[threading.Thread] = []
         self._stopped = threading.Event()
 
@@ -250,6 +251,12 @@ class Simulator:
     def url(self) -> str:
         scheme = "https" if self.config.tls else "http"
         return f"{scheme}://{LISTEN_HOST}:{self.port}{API_PREFIX}"
+
+    @property
+    def pod_url(self) -> str:
+        """The URL a pod on a real node reaches the engine at: the machine's address (loopback is not the pod's)."""
+        scheme = "https" if self.config.tls else "http"
+        return f"{scheme}://{node_ip()}:{self.port}{API_PREFIX}"
 
     @property
     def control_url(self) -> str:
@@ -276,6 +283,6 @@ class Simulator:
         self.engine.stop()
 
     def describe(self) -> dict[str, Any]:
-        return {"url": self.url, "control_url": self.control_url, "ca_file": self.ca_file,
+        return {"url": self.url, "pod_url": self.pod_url, "control_url": self.control_url, "ca_file": self.ca_file,
                 "username": self.config.username, "password": self.config.password,
                 "state_file": self.config.state_file, "profile": self.config.profile.value}

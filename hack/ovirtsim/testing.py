@@ -159,6 +159,7 @@ class SimulatorHandle:
     process: subprocess.Popen = field(repr=False)
     argv: list[str] = field(repr=False, default_factory=list)
     startup_seconds: float = 0.0
+    pod_url: str = ""  # the same API at the machine's address, which a pod on a real node reaches
 
     def connection(self, **kwargs: Any) -> Any:
         """An `ovirtsdk4.Connection` to the simulator (CA-file verification over TLS unless overridden)."""
@@ -176,7 +177,7 @@ class SimulatorHandle:
         self.stop(kill=kill)
         fresh = _spawn(self.argv, self.log_file)
         self.process = fresh.process
-        self.url = fresh.info["url"]
+        self.url, self.pod_url = fresh.info["url"], fresh.info["pod_url"]
         self.startup_seconds = fresh.info["startup_seconds"]
 
     def stop(self, kill: bool = False) -> None:
@@ -242,7 +243,7 @@ def running_simulator(tmp_path: Path, kubeconfig: str | Path | None = None, tls:
     handle = SimulatorHandle(url=first.info["url"], ca_file=first.info["ca_file"], username=first.info["username"],
                              password=first.info["password"], control=ControlClient(first.info["control_url"]),
                              state_file=state, log_file=log_file, process=first.process, argv=argv,
-                             startup_seconds=first.info["startup_seconds"])
+                             startup_seconds=first.info["startup_seconds"], pod_url=first.info["pod_url"])
     try:
         yield handle
     finally:

@@ -1,5 +1,6 @@
-"""A throw-away CA and a server certificate for 127.0.0.1/localhost, so clients can test both CA-file
-verification and `insecure=True` (the engine's own PKI is a CA file clients download, docs/compatibility.md#simulator)."""
+"""A throw-away CA and a server certificate for 127.0.0.1/localhost and the machine's address (where pods reach the
+engine: server.py's `pod_url`), so clients can test both CA-file verification and `insecure=True` (the engine's own
+PKI is a CA file clients download, docs/compatibility.md#simulator)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from hack.controlplane.address import node_ip
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ def generate(directory: str | Path) -> CertFiles:
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=365))
             .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                                        *(x509.IPAddress(ipaddress.ip_address(a))
+                                                          for a in sorted({"127.0.0.1", node_ip()}))]),
                            critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)

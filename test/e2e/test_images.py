@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 
 from hack import images
-from hack.controlplane.nodes import RealNode
+from hack.controlplane.nodes import RealNode, node_ip
 from hack.images import go_programs, product
 
 TAINT_KEY = "omc.test/images"
@@ -32,7 +32,8 @@ def node(cluster, real_node_images) -> Iterator[RealNode]:
         cluster.kubectl("delete", "node", n.name, "--wait=false", check=False)
 
 
-def _run_to_completion(cluster, namespace: str, node: RealNode, name: str, containers: list[dict]) -> dict:
+def _run_to_completion(cluster, namespace: str, node: RealNode, name: str, containers: list[dict],
+                       volumes: list[dict] | None = None) -> dict:
     """Run a pod of `containers` (one after the other, as init containers, and the last as the main one) to its
     end; return the pod once it Succeeded."""
     steps = [{"imagePullPolicy": "Never", **c} for c in containers]
@@ -41,7 +42,7 @@ def _run_to_completion(cluster, namespace: str, node: RealNode, name: str, conta
         "spec": {
             "nodeSelector": {"kubernetes.io/hostname": node.name},
             "tolerations": [{"key": TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
-            "restartPolicy": "Never", "initContainers": steps[:-1], "containers": steps[-1:],
+            "restartPolicy": "Never", "initContainers": steps[:-1], "containers": steps[-1:], "volumes": volumes or [],
         },
     }
     cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(pod))
@@ -65,6 +66,35 @@ def test_the_product_image_runs_as_the_dockerfile_says(cluster, node, namespace)
     assert _logs(cluster, namespace, "product", "entrypoint").startswith("usage: ovirt-machine-controller")
     assert "usage: " in _logs(cluster, namespace, "product", "mao-name")
     assert _logs(cluster, namespace, "product", "user").strip() == "65532"
+
+
+# What the controller does first in its pod: in-cluster config (the `kubernetes` Service's ClusterIP, the mounted
+# ServiceAccount token and CA), then a connection to the engine, verified against its CA.
+_IN_CLUSTER = """
+import os, kubernetes, ovirtsdk4
+kubernetes.config.load_incluster_config()
+print("api", kubernetes.client.VersionApi().get_code().git_version)
+conn = ovirtsdk4.Connection(url=os.environ["OVIRT_URL"], username=os.environ["OVIRT_USERNAME"],
+                            password=os.environ["OVIRT_PASSWORD"], ca_file="/ovirt/ca.pem")
+conn.test(raise_exception=True)
+print("engine", conn.system_service().get().product_info.name)
+"""
+
+
+def test_a_pod_reaches_the_api_server_and_the_engine_as_in_a_cluster(cluster, node, namespace, ovirt, kube_proxy):
+    """Not hostNetwork: the pod is on its node's bridge and finds the API server by the `kubernetes` Service
+    (kube-proxy) and the simulated engine at the machine's address, as the controller's Deployment needs."""
+    cluster.kubectl("-n", namespace, "create", "configmap", "ovirt-ca", f"--from-file=ca.pem={ovirt.ca_file}")
+    pod = _run_to_completion(cluster, namespace, node, "in-cluster", [{
+        "name": "client", "image": product.TAG, "command": ["python", "-c", _IN_CLUSTER],
+        "env": [{"name": "OVIRT_URL", "value": ovirt.pod_url}, {"name": "OVIRT_USERNAME", "value": ovirt.username},
+                {"name": "OVIRT_PASSWORD", "value": ovirt.password}],
+        "volumeMounts": [{"name": "ca", "mountPath": "/ovirt"}],
+    }], volumes=[{"name": "ca", "configMap": {"name": "ovirt-ca"}}])
+    assert not pod["spec"].get("hostNetwork") and pod["status"]["podIP"] != node_ip()
+    out = _logs(cluster, namespace, "in-cluster", "client").split("\n")
+    assert out[0] == "api v1.35.4", out
+    assert out[1].startswith("engine "), out
 
 
 def test_the_sidecar_images_run_their_programs(cluster, node, namespace):

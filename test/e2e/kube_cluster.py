@@ -1,0 +1,113 @@
+"""The handle e2e tests hold on a Kubernetes cluster: its kubeconfigs, the identities tests may use, kubectl, and the
+project's CRDs. conftest.py's `cluster` fixture makes the session's; a module with a control plane of its own (e.g.
+test_config_applied.py) makes its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import kubernetes
+import yaml
+
+from hack.controlplane import certs
+from hack.controlplane.cluster import LocalControlPlane
+from hack.crds_established import wait_established
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_NAMES = (
+    "machines.machine.openshift.io",
+    "machinesets.machine.openshift.io",
+    "machinehealthchecks.machine.openshift.io",
+)
+
+
+class Cluster:
+    """A running API server and the identities tests may use.
+
+    `admin` is cluster-admin. `restricted` is the controller's ServiceAccount identity
+    (system:serviceaccount:openshift-machine-api:machine-api-controllers), which has only the permissions
+    `config/rbac` grants it: on the local plane a client certificate with that user name, on an existing
+    cluster the admin's credentials impersonating it.
+    """
+
+    RESTRICTED_USER = certs.RESTRICTED.user
+    RESTRICTED_GROUPS = certs.RESTRICTED.groups
+
+    def __init__(self, admin_kubeconfig: Path, restricted_kubeconfig: Path | None, kubectl_path: Path,
+                 plane: LocalControlPlane | None = None):
+        self.kubeconfig = admin_kubeconfig
+        self.plane = plane  # the local control plane, which real nodes join; None on an existing cluster
+        self._restricted = restricted_kubeconfig
+        self.kubectl_path = kubectl_path
+        self._crds_applied = False
+
+    # --- kubeconfigs and clients --------------------------------------------------------------------
+    def kubeconfig_for(self, user: str = "admin") -> Path:
+        if user == "admin":
+            return self.kubeconfig
+        if user != "restricted":
+            raise ValueError(user)
+        if self._restricted is None:
+            self._restricted = self._impersonating_kubeconfig()
+        return self._restricted
+
+    def _impersonating_kubeconfig(self) -> Path:
+        doc = yaml.safe_load(self.kubeconfig.read_text())
+        ctx_name = doc.get("current-context")
+        ctx = next(c for c in doc["contexts"] if c["name"] == ctx_name)["context"]
+        user = next(u for u in doc["users"] if u["name"] == ctx["user"])
+        user["user"]["as"] = self.RESTRICTED_USER
+        user["user"]["as-groups"] = list(self.RESTRICTED_GROUPS)
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"omc-restricted-{os.getpid()}.kubeconfig"
+        path.write_text(yaml.safe_dump(doc))
+        return path
+
+    def api_client(self, user: str = "admin") -> kubernetes.client.ApiClient:
+        config = kubernetes.client.Configuration()
+        kubernetes.config.load_kube_config(config_file=str(self.kubeconfig_for(user)), client_configuration=config)
+        client = kubernetes.client.ApiClient(config)
+        if user == "restricted" and self._restricted is not None and self._is_impersonating():
+            # The Python client ignores `as:` in kubeconfigs; send the impersonation headers ourselves.
+            client.set_default_header("Impersonate-User", self.RESTRICTED_USER)
+            client.set_default_header("Impersonate-Group", ",".join(self.RESTRICTED_GROUPS))
+        return client
+
+    def _is_impersonating(self) -> bool:
+        return "as:" in self.kubeconfig_for("restricted").read_text()
+
+    # --- kubectl ------------------------------------------------------------------------------------
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, user: str = "admin",
+                timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        cmd = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig_for(user)}", *args]
+        result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        return result
+
+    def wait_established(self, *crds: str) -> None:
+        wait_established(lambda *args: self.kubectl(*args, check=False).stdout, *crds)
+
+    def apply_crds(self) -> None:
+        """Install the project's CRDs (config/crd) and wait until the API server serves them."""
+        if self._crds_applied:
+            return
+        self.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(REPO / "config" / "crd"))
+        self.wait_established(*CRD_NAMES)
+        self._wait_discoverable("machine.openshift.io/v1beta1")
+        self._crds_applied = True
+
+    def _wait_discoverable(self, group_version: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.kubectl("api-resources", f"--api-group={group_version.split('/')[0]}", "-o", "name",
+                           check=False).stdout.strip() == "":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{group_version} not discoverable after {timeout}s")
+            time.sleep(0.2)
+
+    def ensure_namespace(self, name: str) -> None:
+        r = self.kubectl("create", "namespace", name, check=False)
+        if r.returncode != 0 and "AlreadyExists" not in r.stderr:
+            raise AssertionError(r.stderr)

@@ -114,12 +114,14 @@ class LocalControlPlane:
     """One control plane rooted at `directory`. Use as a context manager, or `up()`/`down()` from the CLI."""
 
     def __init__(self, directory: Path | None = None, binaries: Binaries | None = None,
-                 controller_manager_args: tuple[str, ...] = ()):
+                 controller_manager_args: tuple[str, ...] = (), apiserver_args: tuple[str, ...] = ()):
         """`controller_manager_args` are added to kube-controller-manager's (e.g. a benchmark's longer
-        `--node-monitor-grace-period` for simulated kubelets that post status every few minutes)."""
+        `--node-monitor-grace-period` for simulated kubelets that post status every few minutes), `apiserver_args`
+        to kube-apiserver's (e.g. the benchmark's audit log, which counts the controller's writes)."""
         self.dir = Path(directory or default_dir())
         self._binaries = binaries
         self._controller_manager_args = controller_manager_args
+        self._apiserver_args = apiserver_args
         self.state: State | None = State.load(self.dir)
 
     # --- public -----------------------------------------------------------------------------------
@@ -261,7 +263,7 @@ class LocalControlPlane:
             # Without a route off the machine the only address is loopback, which the API server refuses to publish
             # as the `kubernetes` Service's endpoint; no pod could reach it anyway.
             *(["--endpoint-reconciler-type=none"] if advertised == "127.0.0.1" else []),
-            "--profiling=false",
+            "--profiling=false", *self._apiserver_args,
         ])
 
     def _start_controller_manager(self, b: Binaries, pki: certs.Pki) -> None:

@@ -14,7 +14,10 @@ from machine_controller.controllers.actuator import Progress
 from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.errors import BadRequestError
-from machine_controller.ovirt.snapshots import NotYet, VmSnapshots, _slim
+from machine_controller.ovirt.listed_vms import read_vms
+from machine_controller.ovirt.snapshots import NotYet, VmSnapshots
+
+from listed_xml import answer
 
 
 def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left():
@@ -59,11 +62,16 @@ def test_the_cluster_list_is_read_vm_by_vm_into_what_is_kept_and_faults_are_the_
             vms.add(types.Vm(name=name, cluster=types.Cluster(id=inst.cluster_id),
                              template=types.Template(name=inst.template_name)))
         cluster = conn.system_service().clusters_service().cluster_service(inst.cluster_id).get().name
+        # Both lists must see the same states: the new VMs' disks unlock a moment after the create.
+        deadline = time.monotonic() + 30
+        while any(v.status != types.VmStatus.DOWN for v in vms.list(search=f"cluster={cluster}")):
+            assert time.monotonic() < deadline, "the new VMs' disks were not unlocked"
+            time.sleep(0.1)
         by_sdk = {v.id: v for v in vms.list(search=f"cluster={cluster}",
                                             follow="reported_devices,tags,disk_attachments.disk")}
     finally:
         conn.close()
-    kept = ovirt.cluster_vms(cluster, _slim)
+    kept = ovirt.cluster_vms(cluster, read_vms)
     assert {v.id: (v.name, v.status) for v in kept} == {i: (v.name, v.status) for i, v in by_sdk.items()}
     disks = {v.id: [a.disk.provisioned_size for a in v.disk_attachments] for v in kept}
     assert disks == {i: [a.disk.provisioned_size for a in v.disk_attachments] for i, v in by_sdk.items()}
@@ -71,7 +79,7 @@ def test_the_cluster_list_is_read_vm_by_vm_into_what_is_kept_and_faults_are_the_
     assert all(not hasattr(v, "cpu") and not hasattr(v, "__dict__") for v in kept)  # only what is read
     sim.control.inject_fault("/vms", method="GET", status=400, detail="[Invalid search]", count=1)
     with pytest.raises(BadRequestError, match="Invalid search"):
-        ovirt.cluster_vms(cluster, _slim)
+        ovirt.cluster_vms(cluster, read_vms)
 
 
 def _add_twice(sim, ovirt: OvirtClient) -> None:
@@ -100,10 +108,10 @@ class _SlowList:
     def __init__(self, clock: list[float], cost: float) -> None:
         self.clock, self.cost, self.lists = clock, cost, 0
 
-    def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
+    def cluster_vms(self, cluster_name: str, read) -> list:
         self.lists += 1
         self.clock[0] += self.cost
-        return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
+        return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
 
 
 def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_when_the_next_comes():
@@ -179,11 +187,11 @@ def test_a_caller_that_can_wait_is_not_held_while_a_list_is_taken():
     class _HeldList:
         lists = 0
 
-        def cluster_vms(self, cluster_name, keep=lambda vm: vm):
+        def cluster_vms(self, cluster_name, read):
             _HeldList.lists += 1
             listing.set()
             gate.wait(5)
-            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
 
     snaps = VmSnapshots(_HeldList(), max_age_s=0.5)
     taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))
@@ -207,12 +215,12 @@ def test_while_a_list_is_taken_the_one_before_it_still_serves_those_it_is_new_en
     class _Lists:
         lists = 0
 
-        def cluster_vms(self, cluster_name, keep=lambda vm: vm):
+        def cluster_vms(self, cluster_name, read):
             _Lists.lists += 1
             if _Lists.lists == 2:  # the second list is held until the test lets it go
                 listing.set()
                 gate.wait(5)
-            return [keep(types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN))]
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
 
     snaps = VmSnapshots(_Lists(), max_age_s=10.0, clock=lambda: now[0])
     snaps.by_id("Default", "vm0")  # the first list, at 100

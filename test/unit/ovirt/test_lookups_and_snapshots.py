@@ -10,6 +10,8 @@ import ovirtsdk4.types as types
 from machine_controller.ovirt.lookups import Lookups
 from machine_controller.ovirt.snapshots import VmSnapshots
 
+from listed_xml import answer
+
 
 class _Clock:
     def __init__(self) -> None:
@@ -29,9 +31,9 @@ class _Client:
         self.calls.append(f"template {name}")
         return self.templates.get(name)
 
-    def cluster_vms(self, cluster_name: str, keep=lambda vm: vm) -> list[types.Vm]:
+    def cluster_vms(self, cluster_name: str, read) -> list:
         self.calls.append(f"list {cluster_name}")
-        return [keep(vm) for vm in self.vms]
+        return answer(read, self.vms)
 
 
 def test_a_found_object_is_asked_once_and_again_after_forget_or_expiry():

@@ -1,0 +1,142 @@
+"""A cluster's VM list, read straight from the engine's XML into the few fields the actuator reads (`ListedVm`).
+
+The SDK's reader builds a full `types.Vm` for each VM of the answer, with every attribute of the type and its
+followed links, in Python: at a thousand VMs that cost the controller more CPU than anything else it did while
+Machines were being created (a third of its samples, hack/bench/machines.py --py-spy), and the list is taken again
+and again while Machines wait on their VMs (snapshots.py). Here expat (C) builds one VM's elements at a time, the
+few values wanted are picked with `find`, and the VM's elements are dropped before the next one is read, so the
+memory of a list stays that of one VM. Values are converted as the SDK's `Reader` converts them (an unknown enum
+value is None, a boolean is true/false/1/0), and a list that is only linked (`<link rel="tags">`, not followed) is
+an empty tuple, as the SDK makes it an empty list: the records are the same whichever reader made them
+(test/unit/ovirt/test_listed_vms.py compares them with the SDK's on the simulator).
+"""
+
+from __future__ import annotations
+
+import io
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeVar
+
+import ovirtsdk4.types as types
+
+E = TypeVar("E", bound=Enum)
+
+
+@dataclass(frozen=True, slots=True)
+class ListedIp:
+    address: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDevice:
+    name: str | None
+    type: types.ReportedDeviceType | None
+    ips: tuple[ListedIp, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListedTag:
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDisk:
+    id: str | None
+    status: types.DiskStatus | None
+    provisioned_size: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedAttachment:
+    id: str | None
+    bootable: bool | None
+    disk: ListedDisk | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedVm:
+    """What the actuator reads of a VM in its cluster's list, under the SDK's names (it reads a VM asked for on
+    its own, a `types.Vm`, the same way), and nothing else: an SDK object has a slot for every attribute of its
+    type (a `types.Vm` with only these set still weighs about 6 KiB, this about 0.7 KiB), and a list holds
+    the whole cluster."""
+
+    id: str | None
+    name: str | None
+    status: types.VmStatus | None
+    tags: tuple[ListedTag, ...] | None
+    reported_devices: tuple[ListedDevice, ...] | None
+    disk_attachments: tuple[ListedAttachment, ...] | None
+
+
+def read_vms(body: bytes) -> list[ListedVm]:
+    """The VMs of a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`), in order."""
+    vms: list[ListedVm] = []
+    depth = 0
+    root: ET.Element | None = None
+    for event, elem in ET.iterparse(io.BytesIO(body), events=("start", "end")):
+        if event == "start":
+            depth += 1
+            if root is None:
+                root = elem
+            continue
+        depth -= 1
+        if depth == 1 and elem.tag == "vm":  # a VM of the list, not a <vm> link inside one
+            vms.append(_vm(elem))
+            assert root is not None
+            root.remove(elem)
+    return vms
+
+
+def _vm(e: ET.Element) -> ListedVm:
+    links = {link.get("rel") for link in e.iterfind("link") if link.get("href")}
+    tags = _many(e, "tags", "tag", "tags", links)
+    devices = _many(e, "reported_devices", "reported_device", "reporteddevices", links)
+    attachments = _many(e, "disk_attachments", "disk_attachment", "diskattachments", links)
+    return ListedVm(
+        id=e.get("id"), name=e.findtext("name"), status=_enum(types.VmStatus, e.findtext("status")),
+        tags=None if tags is None else tuple(ListedTag(t.findtext("name")) for t in tags),
+        reported_devices=None if devices is None else tuple(
+            ListedDevice(d.findtext("name"), _enum(types.ReportedDeviceType, d.findtext("type")),
+                         tuple(ListedIp(ip.findtext("address")) for ip in d.iterfind("ips/ip")))
+            for d in devices),
+        disk_attachments=None if attachments is None else tuple(
+            ListedAttachment(a.get("id"), _boolean(a.findtext("bootable")), _disk(a.find("disk")))
+            for a in attachments),
+    )
+
+
+def _many(e: ET.Element, outer: str, inner: str, rel: str, links: set[str | None]) -> list[ET.Element] | None:
+    """The followed list's elements; [] when it is only linked (the SDK's empty list); None when neither."""
+    found = e.find(outer)
+    if found is not None:
+        return found.findall(inner)
+    return [] if rel in links else None
+
+
+def _disk(e: ET.Element | None) -> ListedDisk | None:
+    if e is None:
+        return None
+    size = e.findtext("provisioned_size")
+    return ListedDisk(e.get("id"), _enum(types.DiskStatus, e.findtext("status")), None if size is None else int(size))
+
+
+def _enum(enum_type: type[E], text: str | None) -> E | None:
+    if text is None:
+        return None
+    try:
+        return enum_type(text)
+    except ValueError:
+        return None
+
+
+def _boolean(text: str | None) -> bool | None:
+    if text is None:
+        return None
+    lowered = text.lower()
+    if lowered in ("false", "0"):
+        return False
+    if lowered in ("true", "1"):
+        return True
+    raise ValueError(f"The text {text!r} isn't a valid boolean value")

@@ -35,7 +35,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 
 from .node_status import node_ready
 from .remediators import CLUSTER_ROLES, REMEDIATOR_SELECTOR, RemediationKinds, TemplateRefused, remediation_kinds
-from .resources import MACHINEHEALTHCHECKS, MACHINES
+from .resources import INDEX_NODE_REF, MACHINEHEALTHCHECKS, MACHINES, node_ref_index
 
 log = structlog.get_logger(__name__)
 _RECHECK_SLACK_S = 1.0  # look again just after a timeout expires, as MAO does
@@ -69,6 +69,7 @@ class MachineHealthCheckReconciler:
         self._rest = rest
         self._checks = checks
         self._machines = machines
+        machines.add_indexer(INDEX_NODE_REF, node_ref_index)
         self._nodes = nodes
         self._remediators = remediators  # the ClusterRoles that register remediators (remediators.py)
         self._events = events
@@ -90,11 +91,9 @@ class MachineHealthCheckReconciler:
         return keys_
 
     def checks_for_node(self, node: dict) -> list[str]:
-        name = node["metadata"]["name"]
         out: list[str] = []
-        for m in self._machines.list():
-            if ((m.get("status") or {}).get("nodeRef") or {}).get("name") == name:
-                out += self.checks_for_machine(m)
+        for m in self._machines.by_index(INDEX_NODE_REF, node["metadata"]["name"]):
+            out += self.checks_for_machine(m)
         return out
 
     # --- reconcile ----------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from .machineset_failures import INVALID_TEMPLATE_EVENT, TEMPLATE_VALID, Creatio
 from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
 from .mao_metrics import MaoCollector
 from .node_status import node_ready, ready_condition
-from .resources import MACHINES, MACHINESETS
+from .resources import INDEX_NODE_REF, MACHINES, MACHINESETS, node_ref_index
 
 log = structlog.get_logger(__name__)
 
@@ -61,6 +61,7 @@ class MachineSetReconciler:
         self._rest = rest
         self._machinesets = machinesets
         self._machines = machines
+        machines.add_indexer(INDEX_NODE_REF, node_ref_index)
         self._nodes = nodes
         self._events = events
         self._expectations = expectations or Expectations()
@@ -309,11 +310,9 @@ class MachineSetReconciler:
 
     def machinesets_for_node(self, node: dict) -> list[str]:
         """Node Ready flips change readyReplicas: the sets of the Machines whose nodeRef names this Node."""
-        name = node["metadata"]["name"]
         found: set[str] = set()
-        for machine in self._machines.list():
-            if ((machine.get("status") or {}).get("nodeRef") or {}).get("name") == name:
-                found.update(self.machinesets_for_machine(machine))
+        for machine in self._machines.by_index(INDEX_NODE_REF, node["metadata"]["name"]):
+            found.update(self.machinesets_for_machine(machine))
         return sorted(found)
 
 

@@ -10,5 +10,14 @@ REMEDIATIONS = Resource(remediation.GROUP, remediation.VERSION, "ovirtremediatio
 VOLUME_ATTACHMENTS = Resource("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", namespaced=False)
 EVICTION_SUBRESOURCE = "eviction"
 
+# Machines by the name of the Node they are linked to (status.nodeRef): Node events map to Machines through it.
+INDEX_NODE_REF = "nodeRef"
+
+
+def node_ref_index(machine: dict) -> list[str]:
+    name = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+    return [name] if name else []
+
+
 __all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "REMEDIATIONS", "VOLUME_ATTACHMENTS", "NODES", "PODS", "SECRETS",
-           "EVICTION_SUBRESOURCE"]
+           "EVICTION_SUBRESOURCE", "INDEX_NODE_REF", "node_ref_index"]

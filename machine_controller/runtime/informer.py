@@ -59,6 +59,20 @@ class Store:
         self._indexers = dict(indexers or {})
         self._indices: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
 
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """Index the objects by `func` from now on, those already cached included (client-go's AddIndexers): a
+        controller that maps events of another kind to these objects asks the index instead of scanning them all
+        (a thousand Machines scanned at each Node event cost more than the Nodes' reconciles). Adding the same
+        name again keeps the first."""
+        with self._lock:
+            if name in self._indexers:
+                return
+            self._indexers[name] = func
+            self._indices[name] = {}
+            for key, obj in self._items.items():
+                for value in func(obj):
+                    self._indices[name].setdefault(value, set()).add(key)
+
     def get(self, key: str) -> Obj | None:
         with self._lock:
             return self._items.get(key)

@@ -32,6 +32,19 @@ def test_store_indexes_follow_updates_and_removals() -> None:
     assert store.by_index("nodeName", "") == []
 
 
+def test_an_index_added_to_a_filled_store_covers_what_it_holds_and_what_comes_and_goes() -> None:
+    store = Store()
+    store.put(pod("a", "n1"))
+    store.add_indexer("nodeName", lambda o: [o["spec"]["nodeName"]])
+    store.add_indexer("nodeName", lambda o: ["another function"])  # the same name again keeps the first
+    store.put(pod("b", "n1"))
+    assert [o["metadata"]["name"] for o in store.by_index("nodeName", "n1")] == ["a", "b"]
+    store.put(pod("a", "n2"))
+    store.remove("ns/b")
+    assert store.by_index("nodeName", "n1") == []
+    assert [o["metadata"]["name"] for o in store.by_index("nodeName", "n2")] == ["a"]
+
+
 def test_keys_and_paths() -> None:
     assert object_key({"metadata": {"name": "m", "namespace": "ns"}}) == "ns/m"
     assert object_key({"metadata": {"name": "node-1"}}) == "node-1"

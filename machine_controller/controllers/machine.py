@@ -189,9 +189,10 @@ class MachineReconciler:
     def _record_instance(self, obj: dict, machine: Machine, progress: Progress, passing: bool = False) -> None:
         """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id.
         `passing`: the state is one the instance passes through on its way up (image_locked, down,
-        wait_for_launch, powering_up), written only with the id the first time: the phase Provisioning says the
-        Machine is on its way, and each passing state would cost a write per Machine (a thousand Machines, three
-        thousand writes: hack/bench/machines.py); the state is written again when provisioning ends or stalls."""
+        wait_for_launch, powering_up) or out (powering_down, down), written only with the id the first time: the
+        phase (Provisioning, Deleting) says where the Machine is going, and each passing state would cost a write
+        per Machine (a thousand Machines, three thousand writes: hack/bench/machines.py); the state is written
+        again when provisioning ends, or when either stalls (a refused start, a VM whose host does not answer)."""
         if not progress.instance_id:
             return
         if passing and machine.metadata.annotations.get(keys.ANNOTATION_VM_ID) == progress.instance_id:
@@ -239,15 +240,24 @@ class MachineReconciler:
 
     # --- deletion -------------------------------------------------------------------------------------------
     def _delete(self, obj: dict, machine: Machine) -> Result | None:
-        if machine.status.phase != MachinePhase.DELETING:
+        node = machine.status.node_ref.name if machine.status.node_ref else None
+        drains = (keys.MACHINE_FINALIZER in machine.metadata.finalizers and node is not None
+                  and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations
+                  and not machine.spec.lifecycle_hooks.pre_drain)
+        if machine.status.phase != MachinePhase.DELETING and not drains:
             self._write_status(obj, machine, MachinePhase.DELETING)
         if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
             return None
-        node = machine.status.node_ref.name if machine.status.node_ref else None
         if node and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations:
             if machine.spec.lifecycle_hooks.pre_drain:
                 return None  # the hook's owner edits the Machine when it is done
-            drained = self._drainer.drain(node)
+            # The phase Deleting goes with the drain's condition, in one status write (a thousand Machines
+            # deleted at once otherwise cost a thousand writes more); a drain that cannot start shows it alone.
+            try:
+                drained = self._drainer.drain(node)
+            except Exception:
+                self._write_status(obj, machine, MachinePhase.DELETING)
+                raise
             already_drained = _has_true(machine, MachineConditionType.DRAINED)
             condition = true_condition(MachineConditionType.DRAINED) if drained.done else false_condition(
                 MachineConditionType.DRAINED, MachineConditionReason.DRAIN_ERROR, ConditionSeverity.WARNING,
@@ -270,7 +280,7 @@ class MachineReconciler:
                                                MachineErrorReason.DELETE_ERROR).inc()
             raise
         if not progress.done:
-            self._record_instance(obj, machine, progress)  # the State column follows powering_down, down...
+            self._record_instance(obj, machine, progress, passing=not progress.problem)
             if progress.problem:
                 self._delete_problem(obj, machine, progress.problem)
                 if not progress.requeue_after:

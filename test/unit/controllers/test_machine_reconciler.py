@@ -235,6 +235,10 @@ def _one_meta_and_one_status_write(w: World) -> None:
     _provider_id_and_addresses_recorded(w)
 
 
+def _one_status_write(w: World) -> None:
+    assert w.api.writes(MACHINES) == [("PATCH", "machines", f"{NAME}/status")]
+
+
 def _start_problem_told(w: World) -> None:
     assert NO_HOST.problem in w.events.recorded[0].message
     running = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceRunning")
@@ -441,6 +445,12 @@ ROWS = [
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue_after=5.0)],
         node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
         annotations={keys.ANNOTATION_INSTANCE_STATE: "powering_down"}, node_after="cordoned", calls={"delete": 1}),
+    Row("deletion of a Running Machine whose Node drains at once: one status write, the stopping VM's state not written",
+        machine("Running", deleting=True, node=True, annotations={keys.ANNOTATION_VM_ID: VM,
+                                                                  keys.ANNOTATION_INSTANCE_STATE: "up"}),
+        [Result(requeue_after=5.0)], node=node_obj(), delete=[POWERING_DOWN], phase="Deleting",
+        conditions={"Drained": "True"}, annotations={keys.ANNOTATION_INSTANCE_STATE: "up"},
+        events=[("Normal", "Deleted")], node_after="cordoned", calls={"delete": 1}, check=_one_status_write),
     Row("deletion: instance gone -> Node deleted, finalizer removed, Machine gone",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], node=node_obj(True),
         delete=[GONE_FROM_CLOUD], phase=GONE, events=[("Normal", "Deleted")], node_after="gone",

@@ -32,6 +32,7 @@ from . import certs
 from .address import node_ip
 from .build import Binaries, ensure_binaries
 from .cluster import LocalControlPlane, _alive, _free_port, stop_process_group
+from .guest_view import KUBELET_ROOT, GuestView, enter_guest_view, nsenter_argv
 from .kubeconfig import write_kubeconfig
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
@@ -111,9 +112,11 @@ class RealNode:
     """One node named `name` joined to `plane`. Use as a context manager, or `start()`/`stop()`."""
 
     def __init__(self, plane: LocalControlPlane, name: str, directory: Path | None = None,
-                 binaries: Binaries | None = None, pause_image: str = PAUSE_IMAGE, taints: tuple[str, ...] = ()):
+                 binaries: Binaries | None = None, pause_image: str = PAUSE_IMAGE, taints: tuple[str, ...] = (),
+                 guest: GuestView | None = None):
         """`taints` (key=value:Effect) are registered with the Node, so that only pods which tolerate them land
-        there (a test's real node among the simulated guests' Nodes)."""
+        there (a test's real node among the simulated guests' Nodes). `guest`: the node stands for a VM and sees
+        what its guest would (hack/controlplane/guest_view.py)."""
         self.plane = plane
         self.name = name
         self.dir = Path(directory or plane.dir.parent / f"{plane.dir.name}-node-{name}")
@@ -121,6 +124,8 @@ class RealNode:
         self._binaries = binaries
         self._pause_image = pause_image
         self._taints = taints
+        self._guest = guest
+        self._guest_holder: subprocess.Popen[bytes] | None = None
         self.net: NodeNet | None = None
         self.pids: dict[str, int] = {}
         self.kubelet_port = 0
@@ -156,6 +161,9 @@ class RealNode:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._make_cgroups()
             self._write_cni()
+            if self._guest:
+                self._guest_holder = enter_guest_view(self._guest, self.dir / "kubelet", self.dir / "guest-view",
+                                                      self.log_path("guest-view"))
             self._start_containerd()
             for archive in images:
                 self.import_image(archive)
@@ -318,12 +326,15 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         self.started_at, self._started_wall = time.monotonic(), time.time()
         self._spawn("kubelet", [
             str(binaries.path("kubelet")), f"--config={config_path}", f"--kubeconfig={kubeconfig}",
-            f"--root-dir={self.dir / 'kubelet'}", f"--cert-dir={self.dir / 'kubelet-pki'}",
+            f"--root-dir={KUBELET_ROOT if self._guest else self.dir / 'kubelet'}",
+            f"--cert-dir={self.dir / 'kubelet-pki'}",
             f"--hostname-override={self.name}", f"--node-ip={node_ip()}", "--v=1",
         ])
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         log = open(self.log_path(name), "wb")
+        if self._guest_holder:
+            argv = [*nsenter_argv(self._guest_holder.pid), *argv]
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         log.close()
@@ -336,7 +347,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         when one fails (a node half stopped would go on running unowned); the first failure is raised after."""
         failures: list[Exception] = []
         for step in (lambda: self._stop_process("kubelet"), self._kill_cgroup_tree, self._kill_shims,
-                     lambda: self._stop_process("containerd"), self._kill_shims,
+                     lambda: self._stop_process("containerd"), self._kill_shims, self._leave_guest_view,
                      # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
                      lambda: unmount_under(self.dir), self._remove_cgroups, self._release_slot,
                      lambda: shutil.rmtree(self.dir, ignore_errors=True)):
@@ -347,6 +358,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                 failures.append(exc)
         if failures:
             raise failures[0]
+
+    def _leave_guest_view(self) -> None:
+        """The namespace's mounts go with its last process: the holder, once nothing else of the node runs."""
+        if self._guest_holder:
+            self._guest_holder.kill()
+            self._guest_holder.wait()
+            self._guest_holder = None
 
     def _stop_process(self, name: str) -> None:
         if name in self.pids:

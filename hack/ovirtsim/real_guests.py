@@ -9,7 +9,9 @@ NotReady by the node lifecycle controller, not by the simulator. Other VMs stay 
 
 The disks attached to a real guest are real block devices on its node: `hack/csi_host.py`'s LoopDisks gives each
 a loop device with the `/dev/disk/by-id` link the guest's udev would make, in the node's `by_id` directory (in
-`GET /real-guests`; a CSI node pod mounts it). Their backing files outlive a power-off, as a disk's data does.
+`GET /real-guests`), which the node sees as its `/dev/disk/by-id`; it sees the VM id as its SMBIOS UUID too
+(hack/controlplane/guest_view.py), so a CSI node plugin deployed as on oVirt finds both. Their backing files
+outlive a power-off, as a disk's data does.
 
 Starting a node takes a few seconds, so one worker thread converges the nodes on what the guests want, outside
 the simulator's Node pass. Enabled at run time through the control API (`POST /real-guests`).
@@ -119,6 +121,7 @@ class RealGuests:
 
     def _converge(self) -> None:
         from hack.controlplane.cluster import LocalControlPlane
+        from hack.controlplane.guest_view import GuestView
         from hack.controlplane.nodes import RealNode
         from hack.csi_host import LoopDisks
 
@@ -131,7 +134,10 @@ class RealGuests:
             if vm_id in self._nodes or self._stop.is_set() or plane_dir is None \
                     or time.monotonic() < self._retry_at.get(vm_id, 0.0):
                 continue
-            node = RealNode(LocalControlPlane(plane_dir), name)
+            # The node sees what the VM's guest would: its id as SMBIOS UUID, its disks under /dev/disk/by-id,
+            # the kubelet at /var/lib/kubelet (hack/controlplane/guest_view.py).
+            view = GuestView(system_uuid=vm_id, by_id_dir=self._disks_root() / vm_id / "by-id")
+            node = RealNode(LocalControlPlane(plane_dir), name, guest=view)
             log.info("guest %s up: starting node %s", vm_id, name)
             try:
                 node.start(images=images)

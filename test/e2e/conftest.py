@@ -104,7 +104,9 @@ def ovirt(cluster: Cluster, tmp_path_factory):
         finally:
             conn.close()
         cluster.ensure_namespace(MACHINE_API_NS)
-        secret = ovirt_install.credentials_secret(sim.url, sim.username, sim.password,
+        # pod_url: the machine's address, which host processes and pods on real nodes (the CSI controller
+        # Deployment, test_storage_csi_real.py) both reach; loopback would be the pod's own.
+        secret = ovirt_install.credentials_secret(sim.pod_url, sim.username, sim.password,
                                                   ca_pem=Path(sim.ca_file).read_text())
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(secret))
         yield sim

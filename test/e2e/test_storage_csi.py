@@ -34,7 +34,7 @@ DRIVER = "csi.ovirt.org"
 
 @pytest.fixture
 def csi(cluster, ovirt, namespace, tmp_path):
-    """The driver's controller side with both sidecars, a Node (and its CSINode, as node-driver-registrar makes it)
+    """The driver's controller side with both sidecars, a Node (and its CSINode, as a kubelet makes it)
     for a VM of the engine, and a csi.ovirt.org StorageClass."""
     binaries = {t.name: build_tool(t) for t in (CSI_PROVISIONER, CSI_ATTACHER)}
     cluster.ensure_namespace(NS)
@@ -198,5 +198,9 @@ def test_shipped_manifests_are_accepted_by_the_api_server(cluster):
     kinds = {(d["kind"], d["metadata"]["name"]) for d in built}
     assert {("CSIDriver", DRIVER), ("Deployment", "ovirt-csi-controller"), ("DaemonSet", "ovirt-csi-node")} <= kinds
     node = next(d for d in built if d["kind"] == "DaemonSet")
-    registrar = next(c for c in node["spec"]["template"]["spec"]["containers"] if c["name"] == "node-driver-registrar")
-    assert f"--kubelet-registration-path=/var/lib/kubelet/plugins/{DRIVER}/csi.sock" in registrar["args"]
+    # The driver registers itself with the kubelet (no node-driver-registrar: docs/storage.md), through the
+    # kubelet's plugins_registry mounted where --registration-dir says.
+    containers = node["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["driver"]
+    assert f"--kubelet-registration-path=/var/lib/kubelet/plugins/{DRIVER}/csi.sock" in containers[0]["args"]
+    assert {"name": "registration-dir", "mountPath": "/registration"} in containers[0]["volumeMounts"]

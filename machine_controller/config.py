@@ -113,6 +113,11 @@ def from_mao_args(argv: list[str]) -> list[str]:
         elif name.startswith("--leader-elect-") and eq and _GO_DURATIONS.fullmatch(value):
             seconds = sum(float(n) * _GO_UNITS[u] for n, u in _GO_DURATION.findall(value))
             out.append(f"{name}={seconds:g}")
+        elif name == "--namespace" and eq:
+            # MAO's own namespace (its pod's): the Go provider's Lease is in its pod's namespace, and the
+            # credentials secret is there on OpenShift (openshift-machine-api); so both follow MAO wherever it runs
+            # (docs/compatibility.md#the-operator-at-release-413).
+            out += [arg, f"--leader-election-namespace={value}", f"--credentials-namespace={value}"]
         else:
             out.append(arg)
     return out

@@ -81,6 +81,18 @@ def test_maos_flags_run_the_actuator_side_with_maos_settings():
         .renew_deadline_s == 90.0
 
 
+def test_maos_namespace_holds_the_lease_and_the_credentials():
+    """MAO renders its controllers in its own namespace (its pod's) and names it with --namespace: the provider's
+    Lease and credentials are there, as the Go provider's Lease is in its pod's namespace
+    (docs/compatibility.md#the-operator-at-release-413)."""
+    from machine_controller.config import from_mao_args
+
+    config = parse(from_mao_args([*MAO_ARGS[:4], "--namespace=mao-elsewhere"]))
+    assert (config.namespace, config.leader_election_namespace, config.credentials_namespace) == \
+        ("mao-elsewhere",) * 3
+    assert parse(from_mao_args(MAO_ARGS)).credentials_namespace == "openshift-machine-api"
+
+
 def test_started_as_maos_command_the_image_takes_maos_flags(tmp_path):
     import subprocess
     import sys

@@ -97,6 +97,43 @@ def test_a_pod_reaches_the_api_server_and_the_engine_as_in_a_cluster(cluster, no
     assert out[1].startswith("engine "), out
 
 
+# What ovirt-csi-driver's node service runs, as the image's own user on files instead of disks: the stubs it loads
+# (generated at build time into $OVIRT_CSI_STUBS: no Go in the image), blkid through the driver's own current_fs,
+# mkfs of both filesystems it makes (flexvolume.format_and_mount's commands), resize2fs (NodeExpandVolume, ext4),
+# and the tools that need a mount or root, asked only for their version: xfs_growfs, mount, umount.
+_TOOLS = """
+import os, re, subprocess
+from machine_controller.storage.csi import spec
+from machine_controller.storage.flexvolume import current_fs, must_run
+pb2, pb2_grpc = spec.load()
+print("stubs", os.path.dirname(pb2.__file__), hasattr(pb2_grpc, "NodeServicer"))
+for fs, mib, mkfs in (("ext4", 64, ["mkfs.ext4", "-F", "-q"]), ("xfs", 320, ["mkfs.xfs", "-f"])):
+    image = f"/work/{fs}.img"
+    with open(image, "wb") as f:
+        f.truncate(mib << 20)
+    assert current_fs(image) == "", current_fs(image)
+    must_run([*mkfs, image])
+    print(fs, current_fs(image))
+os.truncate("/work/ext4.img", 128 << 20)
+must_run(["resize2fs", "/work/ext4.img"])
+head = subprocess.run(["dumpe2fs", "-h", "/work/ext4.img"], capture_output=True, text=True, check=True).stdout
+count, size = (int(re.search(rf"^Block {k}:\\s+(\\d+)", head, re.M).group(1)) for k in ("count", "size"))
+print("resized MiB", count * size >> 20)
+for tool in (["xfs_growfs", "-V"], ["mount", "--version"], ["umount", "--version"]):
+    must_run(tool)
+print("tools run")
+"""
+
+
+def test_the_product_image_carries_the_csi_drivers_stubs_and_filesystem_tools(cluster, node, namespace):
+    _run_to_completion(cluster, namespace, node, "tools", [{
+        "name": "tools", "image": product.TAG, "command": ["python", "-c", _TOOLS],
+        "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+    }], volumes=[{"name": "work", "emptyDir": {}}])
+    assert _logs(cluster, namespace, "tools", "tools").splitlines() == [
+        "stubs /opt/csi-stubs True", "ext4 ext4", "xfs xfs", "resized MiB 128", "tools run"]
+
+
 def test_the_sidecar_images_run_their_programs(cluster, node, namespace):
     steps = [{"name": i.name, "image": i.tag, "args": ["--version"]} for i in go_programs.IMAGES]
     _run_to_completion(cluster, namespace, node, "sidecars", steps)

@@ -96,13 +96,15 @@ def run(sample_s: float) -> None:
         finally:
             node.stop()
     print(f"real node figures (load average {os.getloadavg()[0]:.1f})")
-    print(f"  make images, nothing to build       {warm_images:6.1f} s")
+    # Both waits below include another process's turn: an image build it runs (one at a time per image), the
+    # machine's one kube-proxy (proxy.py's lock).
+    print(f"  images ready (keys, or waiting for a build) {warm_images:6.1f} s")
     print(f"  product image: archive {archive.stat().st_size / 2**20:.0f} MiB, containerd's root with both images "
           f"{unpacked} MiB, import {import_s:.1f} s")
     print(f"  node Ready after its kubelet starts {ready_s:6.1f} s")
     for name, s in pod_s.items():
         print(f"  {name} pod Ready after its creation {s:6.1f} s")
-    print(f"  kube-proxy serving the kubernetes Service after its start {proxy_s:.1f} s")
+    print(f"  kube-proxy serving the kubernetes Service (with its lock) {proxy_s:.1f} s")
     print(f"  with two pods, over {sample_s:.0f} s:")
     for name in procs:
         print(f"    {name:11s} {cpu[name]:5.1f} % of one core  {rss[name]:6.1f} MiB RSS "

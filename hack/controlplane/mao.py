@@ -83,7 +83,7 @@ def _module_dir(work: Path, module: str) -> Path:
     return Path(json.loads(out)["Dir"])
 
 
-def publish(partial: Path, final: Path) -> None:
+def _publish(partial: Path, final: Path) -> None:
     """Put a finished directory in place by a rename: a half-built set is never taken for a whole one."""
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
@@ -94,7 +94,7 @@ def build_commands(b: MaoBinaries, work: Path) -> None:
     tmp_out = Path(tempfile.mkdtemp(dir=b.root, prefix="bin.partial-"))
     pkgs = [f"{MAO_MODULE}/cmd/{c}" for c in MAO_COMMANDS]
     run_go(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp_out), *pkgs], work)
-    publish(tmp_out, b.bin_dir)
+    _publish(tmp_out, b.bin_dir)
 
 
 def copy_crds(b: MaoBinaries, work: Path) -> None:
@@ -102,7 +102,7 @@ def copy_crds(b: MaoBinaries, work: Path) -> None:
     tmp = Path(tempfile.mkdtemp(dir=b.root, prefix="crds.partial-"))
     for rel in OPENSHIFT_CRDS:
         shutil.copyfile(api_dir / rel, tmp / Path(rel).name)
-    publish(tmp, b.crd_dir)
+    _publish(tmp, b.crd_dir)
 
 
 def ensure_mao(b: MaoBinaries | None = None) -> MaoBinaries:

@@ -7,9 +7,7 @@ changed or it was never built:
 - `ovirt-machine-controller`: the product image, from the unchanged Dockerfile, built by buildah on stand-in base
   images (product.py, bases.py);
 - `csi-provisioner`, `csi-attacher`, `csi-resizer`: the CSI sidecars config/ names, built from their modules
-  (go_programs.py);
-- `kube-rbac-proxy`, `machine-api-operator`: the images machine-api-operator's Deployments name (go_programs.py),
-  built only when asked for by name: MAO's source comes from Git, which not every machine reaches.
+  (go_programs.py).
 
 `python -m hack.images [NAME...]` builds them and prints their paths.
 """
@@ -24,8 +22,7 @@ from .buildah import build_lock
 
 BUILDERS: dict[str, Callable[[], Path]] = {"pause": pause.ensure, product.NAME: product.ensure,
                                            **{image.name: image.ensure for image in go_programs.IMAGES}}
-NAMES = tuple(BUILDERS)  # what `make images` builds
-BUILDERS.update({image.name: image.ensure for image in go_programs.OPENSHIFT_IMAGES})
+NAMES = tuple(BUILDERS)
 
 
 def archive(name: str) -> Path:
@@ -33,6 +30,6 @@ def archive(name: str) -> Path:
     try:
         build = BUILDERS[name]
     except KeyError:
-        raise ValueError(f"unknown image {name!r}: known are {', '.join(BUILDERS)}") from None
+        raise ValueError(f"unknown image {name!r}: known are {', '.join(NAMES)}") from None
     with build_lock(name):
         return build()

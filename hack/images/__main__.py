@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import time
 
-from . import BUILDERS, NAMES, archive
+from . import NAMES, archive
 from .buildah import log
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hack.images", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help=f"which of {', '.join(BUILDERS)} (default: {', '.join(NAMES)})")
+    parser.add_argument("names", nargs="*", help=f"which of {', '.join(NAMES)} (default: all)")
     args = parser.parse_args(argv)
-    unknown = set(args.names) - set(BUILDERS)
+    unknown = set(args.names) - set(NAMES)
     if unknown:
         parser.error(f"unknown images: {', '.join(sorted(unknown))}")
     for name in args.names or NAMES:

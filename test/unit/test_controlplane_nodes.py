@@ -9,7 +9,9 @@ from hack.controlplane import build
 from hack.controlplane.nodes import _taint
 
 
-def test_a_cache_without_kubelet_builds_kubelet_alone(tmp_path, monkeypatch):
+def test_a_cache_without_the_node_programs_builds_them_alone(tmp_path, monkeypatch):
+    """A cache made before the test bed had real nodes holds the control plane only: kubelet and kube-proxy are
+    built, in one go build, and nothing else."""
     monkeypatch.setenv("OMC_CACHE_DIR", str(tmp_path))
     b = build.Binaries()
     for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "etcd"):
@@ -21,9 +23,9 @@ def test_a_cache_without_kubelet_builds_kubelet_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(build, "build_etcd", lambda _b: built.append(["etcd"]))
     monkeypatch.setattr(build.shutil, "which", lambda _name: "/usr/bin/go")
 
-    assert b.missing() == ["kubelet"]
+    assert b.missing() == ["kubelet", "kube-proxy"]
     build.ensure_binaries(b)
-    assert built == [["kubelet"]]
+    assert built == [["kubelet", "kube-proxy"]]
 
 
 def test_a_complete_cache_builds_nothing(tmp_path, monkeypatch):

@@ -1,8 +1,9 @@
 """A sampling profile of the controller process during a benchmark phase, by py-spy (the `bench` extra): the
 process is sampled from outside, without pausing it (`--nonblocking`), and each sample is the stack of the thread
 holding the GIL (`--gil`), so workers, informers and the event sender are all seen (cProfile sees one thread) and
-a thread waiting on a socket or a lock costs nothing: the samples are where the controller's CPU goes. The summary is the top functions by own samples
-and by samples with the function anywhere on the stack, each as a share of the non-idle samples.
+a thread waiting on a socket or a lock costs nothing: the samples are where the controller's CPU goes. The summary
+is the top functions by own samples and by samples with the function anywhere on the stack, each as a share of
+the samples.
 
     with PySpy(pid, work / "profile-1000.txt"):
         ...                                      # the phase
@@ -29,8 +30,8 @@ class PySpy:
         exe = str(beside) if beside.exists() else shutil.which("py-spy")
         if exe is None:
             raise RuntimeError("py-spy is not installed: `make bench-deps` installs the bench extra")
-        self._argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking", "--gil",
-                      "--output", str(output)]
+        self._argv = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--nonblocking",
+                      "--gil", "--output", str(output)]
         self._proc: subprocess.Popen | None = None
 
     def __enter__(self) -> "PySpy":

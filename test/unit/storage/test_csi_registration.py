@@ -14,10 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import grpc
 import pytest
@@ -42,23 +44,30 @@ def _string(field: int, value: str) -> bytes:
 
 
 @pytest.fixture
-def node_plugin(tmp_path):
+def short_dir() -> Iterator[Path]:
+    """A directory whose sockets fit AF_UNIX's 107 bytes: pytest's tmp_path under an xdist worker does not."""
+    with tempfile.TemporaryDirectory(prefix="reg-") as d:
+        yield Path(d)
+
+
+@pytest.fixture
+def node_plugin(short_dir):
     """ovirt-csi-driver --services node with registration and /healthz, as config/storage/csi/node.yaml runs it."""
-    registry = tmp_path / "plugins_registry"
+    registry = short_dir / "plugins_registry"
     registry.mkdir()
     port = _free_port()
     argv = [sys.executable, "-m", "machine_controller.storage.csi.server", "--services=node",
-            f"--endpoint=unix://{tmp_path}/csi.sock", f"--node-id={uuid.uuid4()}",
+            f"--endpoint=unix://{short_dir}/csi.sock", f"--node-id={uuid.uuid4()}",
             f"--registration-dir={registry}", f"--kubelet-registration-path={KUBELET_PATH}",
             f"--health-port={port}"]
-    log = open(tmp_path / "driver.log", "wb")
+    log = open(short_dir / "driver.log", "wb")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     log.close()
     sock = registry / "csi.ovirt.org-reg.sock"
     try:
         assert wait_until(lambda: sock.exists() or proc.poll() is not None, 30, 0.05)
-        assert proc.poll() is None, (tmp_path / "driver.log").read_text()
+        assert proc.poll() is None, (short_dir / "driver.log").read_text()
         yield proc, sock, port
     finally:
         if proc.poll() is None:
@@ -106,8 +115,8 @@ def test_the_kubelet_learns_the_driver_from_the_registration_socket(node_plugin)
     assert not sock.exists()  # the kubelet's watcher sees it go and unregisters the driver
 
 
-def test_a_stale_registration_socket_is_replaced(tmp_path):
-    registry = tmp_path / "plugins_registry"
+def test_a_stale_registration_socket_is_replaced(short_dir):
+    registry = short_dir / "plugins_registry"
     registry.mkdir()
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(registry / "csi.ovirt.org-reg.sock"))  # a driver killed with SIGKILL leaves its socket

@@ -198,6 +198,9 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
     try:
         started = time.monotonic()
         cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(sts))
+        # The StatefulSet controller creates the pod a moment later; `wait --for=condition` on a pod not yet
+        # created fails at once with NotFound.
+        cluster.kubectl("-n", namespace, "wait", "--for=create", "pod/db-0", "--timeout=60s")
         r = cluster.kubectl("-n", namespace, "wait", "--for=condition=Ready", "pod/db-0", "--timeout=300s", check=False)
         assert r.returncode == 0, (cluster.kubectl("-n", namespace, "describe", "pod", "db-0").stdout,
                                    cluster.kubectl("-n", NS, "get", "pods", "-o", "wide").stdout)

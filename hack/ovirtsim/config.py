@@ -69,7 +69,8 @@ PROFILES: dict[Profile, Timings] = {
         disk_extend=0.2,
         disk_remove=0.2,
         # A real kubelet's status period: state changes are still posted at once, and a test bed of many running
-        # guests does not spend its API server on a status write per guest per second (docs/architecture.md#the-test-bed).
+        # guests does not spend its API server on a status write per guest per second
+        # (docs/architecture.md#the-test-bed).
         node_heartbeat=10.0,
         node_unknown_after=1.0,
         token_ttl=1800.0,

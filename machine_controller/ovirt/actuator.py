@@ -148,6 +148,10 @@ class OvirtActuator:
         self._os_disk_ok: set[str] = set()  # VMs whose OS disk was seen at its size, unlocked
         self._configured: set[str] = set()  # VMs whose NICs, tag and affinity groups were set
         self._removed: set[str] = set()  # VMs whose removal the engine accepted
+        # Machine (namespace/name) -> when its deletion was first looked at: a stop is decided on a list of VMs
+        # taken after that, never on one from before (a host lost just before the deletion leaves its VM `unknown`
+        # at the engine while an older list still says `up`).
+        self._deleting_since: dict[str, float] = {}
         self._no_ip: dict[str, float] = {}  # running VMs seen without an address -> when
         # Machine (namespace/name) -> the VM created for it, until the Machine's cached copy shows the id: a look
         # soon after the create may read a cache without that write yet, and would otherwise create again (a
@@ -170,7 +174,8 @@ class OvirtActuator:
         return spec
 
     # --- lookup -------------------------------------------------------------------------------------------------
-    def find_vm(self, machine: Machine, may_defer: bool = False, creating: bool = False) -> types.Vm | None:
+    def find_vm(self, machine: Machine, may_defer: bool = False, creating: bool = False,
+                fresh_after: float = 0.0) -> types.Vm | None:
         """The Machine's VM: the VM of the Machine's name, which the engine keeps unique. A known id (the VmId
         annotation, the providerID, the VM just created) saves the search, but the VM it finds is the Machine's
         only when it bears the Machine's name: else InstanceNotOwned is raised, and that VM is neither adopted,
@@ -180,18 +185,19 @@ class OvirtActuator:
         `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py). With
         `creating` (the look before a create), an older list may say that no VM has the Machine's name: the
         engine refuses a second one, and `_create` adopts the VM it then finds. Never when deleting: a stale
-        "absent" there would leave the VM behind."""
+        "absent" there would leave the VM behind. `fresh_after`: a VM found in a list comes from one started after
+        that moment (the snapshots' clock)."""
         cluster = self._cluster_of(machine)
         if cluster is None:
             return self._find_directly(machine)
         known = self._known_id(machine)
         if known:
-            vm = self.snapshots.by_id(cluster.name, known, self._acted.get(known, 0.0), may_defer)
+            vm = self.snapshots.by_id(cluster.name, known, max(self._acted.get(known, 0.0), fresh_after), may_defer)
             if vm is None and known not in self._removed:  # absent from a list newer than our removal: gone
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
                 return _owned(machine, vm)
-        named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name,
+        named = [v for v in self.snapshots.by_name(cluster.name, machine.metadata.name, fresh_after,
                                                    absent_may_be_stale=creating and not known) if v.id]
         if len(named) > 1:
             raise OvirtError(f"{len(named)} VMs are named {machine.metadata.name!r}; refusing to guess which one "
@@ -231,6 +237,7 @@ class OvirtActuator:
         self._os_disk_ok.discard(vm_id or "")
         self._configured.discard(vm_id or "")
         self._removed.discard(vm_id or "")
+        self._deleting_since.pop(key, None)
         self._no_ip.pop(vm_id or "", None)
 
     def exists(self, machine: Machine) -> bool:
@@ -452,7 +459,8 @@ class OvirtActuator:
 
     def _delete(self, machine: Machine) -> Progress:
         known = self._known_id(machine)
-        vm = self.find_vm(machine, may_defer=True)
+        since = self._deleting_since.setdefault(machine.key, self.snapshots.now())
+        vm = self.find_vm(machine, may_defer=True, fresh_after=since)
         if vm is None:
             self._forget(known, machine.key)  # a VM of another name would have been refused by find_vm
             self._created.pop(machine.key, None)

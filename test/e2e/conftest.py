@@ -26,6 +26,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if here in Path(item.fspath).parents:
             item.add_marker(pytest.mark.e2e)
+    # Modules marked `long_module` run for minutes (real nodes, image imports): `make test` hands whole files to its
+    # workers in collection order (--dist loadfile), and one of them handed out last kept its worker busy minutes
+    # after the others had finished. The sort is stable, so every worker collects the same order.
+    items.sort(key=lambda item: item.get_closest_marker("long_module") is None)
 
 
 @pytest.fixture(scope="session")

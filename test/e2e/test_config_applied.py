@@ -42,6 +42,7 @@ pytestmark = [
     pytest.mark.skipif(bool(os.environ.get("KUBECONFIG")), reason="real nodes join the local control plane only"),
     # The set-up builds the product image when its inputs changed since `make images` (minutes on two cores).
     pytest.mark.timeout(1800),
+    pytest.mark.long_module,
 ]
 
 # The README's step before `kubectl apply -k config/`: name the image the cluster runs, here the product image under

@@ -26,7 +26,8 @@ from hack import images
 from hack.images import go_programs, product
 from machine_controller.runtime.testing import wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]  # the product image is rebuilt after an edit (minutes)
+# The product image is rebuilt after an edit (minutes).
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.long_module]
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "openshift-machine-api"

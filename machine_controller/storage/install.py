@@ -16,7 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import api
+
 VENDOR_DIR = "ovirt~ovirt-flexvolume-driver"
+# The project's packages the driver imports: machine_controller (this one's) and api.
+PACKAGES = (Path(__file__).resolve().parents[1], Path(api.__file__).resolve().parent)
 SA = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
@@ -47,8 +51,11 @@ def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path, sa_dir: Pa
                 kube_ca_file=str(host_target / "kube-ca.crt"))
     _atomic_write(target / "ovirt-flexvolume-driver.json", json.dumps(conf), 0o600)
     lib = target / "lib"
-    pkg = Path(__file__).resolve().parents[1]
-    shutil.copytree(pkg, lib / "machine_controller", dirs_exist_ok=True)
+    # The driver runs from this copy of the project's packages (the host's python3 brings the third-party ones
+    # only, docs/compatibility.md#storage): every package it imports, api's types among them.
+    for package in PACKAGES:
+        shutil.copytree(package, lib / package.name, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     wrapper = (f"#!/bin/sh\nPYTHONPATH={host_target / 'lib'} OVIRT_FLEXDRIVER_CONF={host_target / 'ovirt-flexvolume-driver.json'} "
                "exec python3 -m machine_controller.storage.flexvolume \"$@\"\n")
     _atomic_write(target / "ovirt-flexvolume-driver", wrapper, 0o755)

@@ -12,12 +12,12 @@ import base64
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import yaml
 
+from hack.controlplane.host_python import host_python_path
 from machine_controller.storage.install import VENDOR_DIR, install
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,16 +70,9 @@ class FlexVolumeHost:
 
     def run(self, *argv: str) -> dict:
         """One call as kubelet makes it; the reply must be exactly one JSON object and stderr must stay empty."""
-        bin_dir = self.root / "host-bin"
-        bin_dir.mkdir(exist_ok=True)
-        python3 = bin_dir / "python3"
-        if not python3.exists():
-            # A script, not a symlink: a virtualenv's interpreter finds its site-packages from the path it is
-            # started by, which a symlink elsewhere would hide.
-            python3.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-            python3.chmod(0o755)
         env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "PYTHONPATH")}
-        env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", OVIRT_FLEXDRIVER_BY_ID_DIR=str(self.by_id_dir))
+        env.update(PATH=host_python_path(self.root / "host-bin", env.get("PATH", "")),
+                   OVIRT_FLEXDRIVER_BY_ID_DIR=str(self.by_id_dir))
         proc = subprocess.run([str(self.executable), *argv], capture_output=True, text=True, env=env, timeout=120,
                               cwd=self.root)
         if proc.stderr:

@@ -25,6 +25,7 @@ from pathlib import Path
 from . import certs
 from .address import node_ip
 from .build import Binaries, ensure_binaries
+from .host_python import driver_host_env, volume_plugin_dir
 from .kubeconfig import write_kubeconfig
 
 SERVICE_CIDR = "10.0.0.0/24"
@@ -213,11 +214,11 @@ class LocalControlPlane:
         self.start(component)
 
     # --- processes --------------------------------------------------------------------------------
-    def _start(self, name: str, argv: list[str]) -> None:
+    def _start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         assert self.state
         log = open(self.dir / f"{name}.log", "wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         log.close()
         self.state.pids[name] = proc.pid
         self.state.argvs[name] = argv
@@ -278,8 +279,11 @@ class LocalControlPlane:
             "--use-service-account-credentials=true",
             f"--service-account-private-key-file={pki.sa_key}", f"--root-ca-file={pki.ca_cert}",
             f"--cluster-signing-cert-file={pki.ca_cert}", f"--cluster-signing-key-file={pki.ca_key}",
-            "--controllers=*", *self._controller_manager_args,
-        ])
+            "--controllers=*",
+            # FlexVolume attach and detach run here, from the plugin directory the plane's real nodes share
+            # (host_python.py).
+            f"--flex-volume-plugin-dir={volume_plugin_dir(self.dir)}", *self._controller_manager_args,
+        ], env=driver_host_env(self.dir))
 
     # --- readiness --------------------------------------------------------------------------------
     def _deadline_check(self, deadline: float, what: str) -> None:

@@ -33,6 +33,7 @@ from .address import node_ip
 from .build import Binaries, ensure_binaries
 from .cluster import LocalControlPlane, _alive, _free_port, stop_process_group
 from .guest_view import KUBELET_ROOT, GuestView, enter_guest_view, nsenter_argv
+from .host_python import driver_host_env, volume_plugin_dir
 from .kubeconfig import write_kubeconfig
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
@@ -320,6 +321,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "registerNode": True,
             "registerWithTaints": [_taint(t) for t in self._taints],
             "serializeImagePulls": False,
+            # FlexVolume drivers: the directory the plane's controller-manager and real nodes share
+            # (host_python.py).
+            "volumePluginDir": str(volume_plugin_dir(self.plane.dir)),
         }
         config_path = self.dir / "kubelet.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -335,8 +339,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         log = open(self.log_path(name), "wb")
         if self._guest_holder:
             argv = [*nsenter_argv(self._guest_holder.pid), *argv]
+        # The kubelet runs FlexVolume drivers, whose wrapper runs the host's python3 (host_python.py).
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, env=driver_host_env(self.plane.dir))
         log.close()
         self.pids[name] = proc.pid
 

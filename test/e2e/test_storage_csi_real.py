@@ -1,11 +1,14 @@
-"""ovirt-csi-driver deployed as users deploy it (issue 19, item 1; docs/storage.md#csi-on-real-nodes):
-`config/storage/csi` applied to the local control plane, whose nodes are real guests of the simulated engine
-(real kubelets and containerd in VMs' stead, hack/ovirtsim/real_guests.py). Each guest sees its VM id as SMBIOS
-UUID and its attached disks under /dev/disk/by-id (hack/controlplane/guest_view.py), as an oVirt VM does.
+"""ovirt-csi-driver (issue 19, item 1; docs/storage.md#csi-on-real-nodes) and the FlexVolume driver with the volume
+provisioner (item 2; docs/storage.md#flexvolume-on-real-nodes) deployed as users deploy them: `config/storage/csi`
+and `config/storage` applied to the local control plane, whose nodes are real guests of the simulated engine (real
+kubelets and containerd in VMs' stead, hack/ovirtsim/real_guests.py). Each guest sees its VM id as SMBIOS UUID and
+its attached disks under /dev/disk/by-id (hack/controlplane/guest_view.py), as an oVirt VM does.
 
 What the test bed changes in the shipped manifests, and why: `imagePullPolicy: Never` (no registry is reachable;
-the images are imported from hack/images' archives), and the pods that are not the DaemonSet's are kept on this
-module's real nodes. The session's simulated guests post Nodes too, but they have no kubelet to run a pod.
+the images are imported from hack/images' archives); the pods other than the CSI node DaemonSet's are kept on this
+module's real nodes (the session's simulated guests post Nodes too, but they have no kubelet to run a pod); and the
+FlexVolume installer writes into the plugin directory this plane's kubelets and controller-manager share
+(hack/controlplane/host_python.py) instead of /usr/libexec's, as an overlay for OpenShift names its own.
 """
 
 from __future__ import annotations
@@ -23,8 +26,12 @@ import ovirtsdk4 as sdk
 from ovirtsdk4 import types
 
 from hack import images
+from hack.controller_process import ControllerProcess
+from hack.controlplane.host_python import volume_plugin_dir
 from hack.images import go_programs, product
 from machine_controller.runtime.testing import wait_until
+from machine_controller.storage.flexvolume import VOLUME_ID
+from machine_controller.storage.install import VENDOR_DIR
 
 # The product image is rebuilt after an edit (minutes).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.long_module]
@@ -242,3 +249,113 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
         cluster.kubectl("-n", namespace, "delete", "statefulset", "db", "--wait=true", "--timeout=120s", check=False)
         cluster.kubectl("-n", namespace, "delete", "pvc", "--all", "--wait=false", check=False)
         cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
+
+
+# --- FlexVolume (issue 19, item 2) ---------------------------------------------------------------------------------
+
+FLEX_DRIVER = "ovirt/ovirt-flexvolume-driver"
+SHIPPED_PLUGIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
+
+
+def _flexvolume_shipped(cluster, plugin_dir: Path, nodes: list[str]) -> list[dict[str, Any]]:
+    """config/storage (the volume provisioner and the FlexVolume driver's installer DaemonSet) as kustomize builds
+    it, with the offline test bed's changes (module docstring) and the plugin directory of this plane's kubelets
+    and controller-manager (hack/controlplane/host_python.py) in the DaemonSet's hostPath and HOST_PLUGIN_DIR, as
+    an overlay for OpenShift names /etc/kubernetes/kubelet-plugins/volume/exec (docs/compatibility.md#storage)."""
+    docs = list(yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / "config/storage")).stdout))
+    for doc in docs:
+        if doc["kind"] not in ("Deployment", "DaemonSet"):
+            continue
+        spec = doc["spec"]["template"]["spec"]
+        spec["affinity"] = _on_nodes(nodes)
+        for c in spec["containers"]:
+            c["imagePullPolicy"] = "Never"
+            for env in c.get("env", []):
+                if env["name"] == "HOST_PLUGIN_DIR":
+                    assert env["value"] == SHIPPED_PLUGIN_DIR
+                    env["value"] = str(plugin_dir)
+        for volume in spec.get("volumes", []):
+            if volume.get("hostPath", {}).get("path") == SHIPPED_PLUGIN_DIR:
+                volume["hostPath"]["path"] = str(plugin_dir)
+    assert any(d["kind"] == "DaemonSet" for d in docs) and any(d["kind"] == "Deployment" for d in docs)
+    return docs
+
+
+def _flex_class(name: str) -> dict:
+    """config/storage/samples/storageclass.yaml under a name of this test."""
+    sc = yaml.safe_load((REPO / "config/storage/samples/storageclass.yaml").read_text())
+    sc["metadata"]["name"] = name
+    return sc
+
+
+def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
+    return [vm_id for vm_id in vm_ids
+            if any(a.id == disk_id for a in conn.system_service().vms_service().vm_service(vm_id)
+                   .disk_attachments_service().list())]
+
+
+def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_attach(bed, kube_proxy, namespace,
+                                                                                    tmp_path):
+    """The FlexVolume driver as users deploy it: its DaemonSet installs it into the kubelets' plugin directory,
+    kube-controller-manager runs its attach and detach, each kubelet its waitforattach, mountdevice and mount; the
+    provisioner's PV names the disk. The driver finds a Node's VM by the Node's providerID, which this project's
+    ovirt-nodes controller writes (a real kubelet sets none), and by its name."""
+    cluster, conn = bed.cluster, bed.conn
+    plugin_dir = volume_plugin_dir(cluster.plane.dir)
+    nodes = list(bed.guests)
+    cluster.apply_crds()
+    controller = ControllerProcess(cluster.kubeconfig, tmp_path / "ovirt-nodes.log", namespace=NS,
+                                   extra_args=("--controllers=ovirt-nodes",)).start()
+    docs = _flexvolume_shipped(cluster, plugin_dir, nodes)
+    sc = f"ovirt-flex-{uuid.uuid4().hex[:5]}"
+    try:
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([*docs, _flex_class(sc)]))
+        for name, vm_id in bed.guests.items():
+            assert wait_until(lambda: (_real_node_ready(cluster, name) or {}).get("spec", {}).get("providerID")
+                              == f"ovirt://{vm_id}", *WAIT), controller.log_text()[-3000:]
+        installed = plugin_dir / VENDOR_DIR
+        assert wait_until(lambda: (installed / "ovirt-flexvolume-driver").exists()
+                          and (installed / "ovirt-flexvolume-driver.json").exists(), *WAIT), \
+            cluster.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=ovirt-flexvolume-driver", "--tail=20",
+                            check=False).stdout
+
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": sc, "resources": {"requests": {"storage": "1Gi"}}}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"}, "spec": {
+            "affinity": _on_nodes(nodes[:1]), "terminationGracePeriodSeconds": 1,
+            "securityContext": {"fsGroup": 65532},
+            "containers": [{"name": "db", "image": product.TAG, "imagePullPolicy": "Never",
+                            "command": ["sh", "-c", _WRITER],
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}
+        started = time.monotonic()
+        cluster.kubectl("-n", namespace, "apply", "-f", "-", input=yaml.safe_dump_all([claim, pod]))
+        r = cluster.kubectl("-n", namespace, "wait", "--for=condition=Ready", "pod/db", "--timeout=300s", check=False)
+        assert r.returncode == 0, (cluster.kubectl("-n", namespace, "describe", "pod", "db").stdout,
+                                   cluster.kubectl("-n", NS, "get", "pods", "-o", "wide").stdout)
+        print(f"\n[figures] FlexVolume: pod Ready with a new disk {time.monotonic() - started:.1f} s after its "
+              "creation")
+
+        pvc = json.loads(cluster.kubectl("-n", namespace, "get", "pvc", "data", "-o", "json").stdout)
+        pv = json.loads(cluster.kubectl("get", "pv", pvc["spec"]["volumeName"], "-o", "json").stdout)
+        assert pv["spec"]["flexVolume"]["driver"] == FLEX_DRIVER
+        disk_id = pv["spec"]["flexVolume"]["options"][VOLUME_ID]
+        # Attached by the controller-manager to the VM of the pod's node and to no other; formatted as the class
+        # says; the pod's file and checksum on it.
+        assert _attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[nodes[0]]]
+        assert _exec(cluster, namespace, "db", "stat -f -c %T /data").strip() == "ext2/ext3"
+        assert "file: OK" in _exec(cluster, namespace, "db", "cd / && sha256sum -c /data/file.sha256")
+
+        # The pod gone: the kubelet unmounts, the controller-manager detaches; the claim gone: the disk is removed.
+        cluster.kubectl("-n", namespace, "delete", "pod", "db", "--wait=true", "--timeout=120s")
+        assert wait_until(lambda: not _attached_to(conn, bed.guests.values(), disk_id), 120, 1.0), \
+            f"disk {disk_id} still attached"
+        cluster.kubectl("-n", namespace, "delete", "pvc", "data", "--wait=true", "--timeout=120s")
+        assert wait_until(lambda: _disk_gone(conn, disk_id), 120, 1.0), f"disk {disk_id} still in the engine"
+    finally:
+        cluster.kubectl("-n", namespace, "delete", "pod", "db", "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("-n", namespace, "delete", "pvc", "--all", "--wait=false", check=False)
+        cluster.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=yaml.safe_dump_all(docs),
+                        check=False)
+        cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
+        controller.stop()

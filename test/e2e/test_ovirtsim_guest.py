@@ -97,6 +97,8 @@ def test_guest_with_ignition_joins_and_follows_the_vm_lifecycle(guest_env):
     svc = conn.system_service().vms_service().vm_service(vm.id)
     svc.shutdown()
     _wait(lambda: _ready(_node(core, name)) == "False")
+    # The kubelet says NotReady as the shutdown begins; the engine refuses a start until the VM is down (409).
+    _wait(lambda: svc.get().status == types.VmStatus.DOWN)
     svc.start()
     _wait(lambda: _ready(_node(core, name)) == "True")
 

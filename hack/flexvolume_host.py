@@ -18,12 +18,11 @@ from typing import Callable
 import yaml
 
 from hack.controlplane.host_python import host_python_path
-from machine_controller.storage.install import VENDOR_DIR, install
+from machine_controller.storage.install import EXECUTABLE, VENDOR_DIR, install
 
 REPO = Path(__file__).resolve().parents[1]
 DRIVER_RBAC = REPO / "config" / "storage" / "driver" / "rbac.yaml"
 DRIVER_SA = ("openshift-machine-api", "ovirt-flexvolume-driver")
-EXECUTABLE = "ovirt-flexvolume-driver"
 
 
 def _kubeconfig_cluster(kubeconfig: Path) -> tuple[str, bytes]:

@@ -17,8 +17,10 @@ import time
 from pathlib import Path
 
 import api
+from machine_controller.storage.flexvolume import CONF_NAME
 
 VENDOR_DIR = "ovirt~ovirt-flexvolume-driver"
+EXECUTABLE = "ovirt-flexvolume-driver"  # the file kubelet runs: <plugin dir>/<VENDOR_DIR>/<EXECUTABLE>
 # The project's packages the driver imports: machine_controller (this one's) and api.
 PACKAGES = (Path(__file__).resolve().parents[1], Path(api.__file__).resolve().parent)
 SA = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -49,7 +51,7 @@ def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path, sa_dir: Pa
         kube_server = f"https://{host}:{port}"
     conf.update(kube_server=kube_server, kube_token_file=str(host_target / "token"),
                 kube_ca_file=str(host_target / "kube-ca.crt"))
-    _atomic_write(target / "ovirt-flexvolume-driver.json", json.dumps(conf), 0o600)
+    _atomic_write(target / CONF_NAME, json.dumps(conf), 0o600)
     lib = target / "lib"
     # The driver runs from this copy of the project's packages (the host's python3 brings the third-party ones
     # only, docs/compatibility.md#storage): every package it imports, api's types among them.
@@ -58,7 +60,7 @@ def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path, sa_dir: Pa
                         ignore=shutil.ignore_patterns("__pycache__"))
     wrapper = (f"#!/bin/sh\nPYTHONPATH={host_target / 'lib'} OVIRT_FLEXDRIVER_CONF={host_target / 'ovirt-flexvolume-driver.json'} "
                "exec python3 -m machine_controller.storage.flexvolume \"$@\"\n")
-    _atomic_write(target / "ovirt-flexvolume-driver", wrapper, 0o755)
+    _atomic_write(target / EXECUTABLE, wrapper, 0o755)
 
 
 def main() -> int:

@@ -30,8 +30,9 @@ from hack.controller_process import ControllerProcess
 from hack.controlplane.host_python import volume_plugin_dir
 from hack.images import go_programs, product
 from machine_controller.runtime.testing import wait_until
-from machine_controller.storage.flexvolume import VOLUME_ID
-from machine_controller.storage.install import VENDOR_DIR
+from machine_controller.storage.flexvolume import CONF_NAME, VOLUME_ID
+from machine_controller.storage.flexvolume import DRIVER as FLEX_DRIVER
+from machine_controller.storage.install import EXECUTABLE, VENDOR_DIR
 
 # The product image is rebuilt after an edit (minutes).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.long_module]
@@ -162,6 +163,13 @@ def test_each_real_node_registers_the_driver_with_its_kubelet(bed):
         assert "[+]csi-probe ok" in body and "[+]kubelet-registration ok" in body, body
 
 
+def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
+    """The VMs among `vm_ids` that the disk is attached to."""
+    return [vm_id for vm_id in vm_ids
+            if any(a.id == disk_id for a in conn.system_service().vms_service().vm_service(vm_id)
+                   .disk_attachments_service().list())]
+
+
 def _disk_gone(conn, disk_id: str) -> bool:
     try:
         conn.system_service().disks_service().disk_service(disk_id).get()
@@ -222,10 +230,7 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
         assert pv["spec"]["csi"]["driver"] == DRIVER
         disk_id = pv["spec"]["csi"]["volumeHandle"]
         # The disk is attached to the VM of the pod's node, and to no other.
-        attached = [vm_id for vm_id in bed.guests.values()
-                    if any(a.id == disk_id for a in conn.system_service().vms_service().vm_service(vm_id)
-                           .disk_attachments_service().list())]
-        assert attached == [bed.guests[node]]
+        assert _attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[node]]
         # Staged, formatted (xfs, as the class asks) and mounted: the pod's file and checksum are on it.
         assert _exec(cluster, namespace, "db-0", "stat -f -c %T /data").strip() == "xfs"
         assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
@@ -253,7 +258,6 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
 
 # --- FlexVolume (issue 19, item 2) ---------------------------------------------------------------------------------
 
-FLEX_DRIVER = "ovirt/ovirt-flexvolume-driver"
 SHIPPED_PLUGIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 
 
@@ -288,12 +292,6 @@ def _flex_class(name: str) -> dict:
     return sc
 
 
-def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
-    return [vm_id for vm_id in vm_ids
-            if any(a.id == disk_id for a in conn.system_service().vms_service().vm_service(vm_id)
-                   .disk_attachments_service().list())]
-
-
 def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_attach(bed, kube_proxy, namespace,
                                                                                     tmp_path):
     """The FlexVolume driver as users deploy it: its DaemonSet installs it into the kubelets' plugin directory,
@@ -314,8 +312,7 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
             assert wait_until(lambda: (_real_node_ready(cluster, name) or {}).get("spec", {}).get("providerID")
                               == f"ovirt://{vm_id}", *WAIT), controller.log_text()[-3000:]
         installed = plugin_dir / VENDOR_DIR
-        assert wait_until(lambda: (installed / "ovirt-flexvolume-driver").exists()
-                          and (installed / "ovirt-flexvolume-driver.json").exists(), *WAIT), \
+        assert wait_until(lambda: (installed / EXECUTABLE).exists() and (installed / CONF_NAME).exists(), *WAIT), \
             cluster.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=ovirt-flexvolume-driver", "--tail=20",
                             check=False).stdout
 

@@ -11,9 +11,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from machine_controller.storage.install import VENDOR_DIR, install
-
-EXECUTABLE = "ovirt-flexvolume-driver"
+from machine_controller.storage.install import EXECUTABLE, VENDOR_DIR, install
 
 
 def _host_python(bin_dir: Path) -> None:

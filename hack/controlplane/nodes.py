@@ -345,13 +345,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         log.close()
         self.pids[name] = proc.pid
 
+    # --- cut off --------------------------------------------------------------------------------------
+    def cut_off(self, cut: bool) -> None:
+        """Freeze the kubelet (and any driver it runs) while `cut`, let it go on when not: a guest whose host the
+        engine has lost keeps running with its containers and mounts, but no longer reaches the API server, so its
+        Node goes Unknown by the node lifecycle controller; thawed, it posts its status again at once, its overdue
+        timers firing."""
+        pid = self.pids.get("kubelet")
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGSTOP if cut else signal.SIGCONT)
+            except ProcessLookupError:
+                pass  # exited: nothing to freeze or thaw
+
     # --- stop -----------------------------------------------------------------------------------------
     def stop(self) -> None:
         """Stop the kubelet and containerd, kill every container and shim of this node, unmount, remove its
         cgroups, bridge and directory. Safe to call twice, and on a half-started node. Every step is taken even
         when one fails (a node half stopped would go on running unowned); the first failure is raised after."""
         failures: list[Exception] = []
-        for step in (lambda: self._stop_process("kubelet"), self._kill_cgroup_tree, self._kill_shims,
+        for step in (lambda: self.cut_off(False), lambda: self._stop_process("kubelet"), self._kill_cgroup_tree, self._kill_shims,
                      lambda: self._stop_process("containerd"), self._kill_shims, self._leave_guest_view,
                      # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
                      lambda: unmount_under(self.dir), self._remove_cgroups, self._release_slot,

@@ -211,6 +211,7 @@ class _GuestView:
     vcpus: int
     memory: int
     template: str | None  # the VM's template id: its guests may be real nodes (real_guests.py)
+    cut_off: bool = False  # the engine lost its host (`unknown`): the guest may run on, unreachable
 
 
 @dataclass
@@ -286,7 +287,8 @@ class NodeAgent:
                                         vm.status in (types.VmStatus.POWERING_DOWN, types.VmStatus.DOWN)
                                         and rt.graceful_stop,
                                         guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0,
-                                        vm.template.id if vm.template else None))
+                                        vm.template.id if vm.template else None,
+                                        rt.provisioned and vm.status is types.VmStatus.UNKNOWN))
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
@@ -310,10 +312,13 @@ class NodeAgent:
         seen = set()
         writes: list[Callable[[], None]] = []
         real: dict[str, str] = {}
+        cut_off: set[str] = set()
         for view in self._views():
             if self.real.claims(view.template, view.vm_name):  # a real kubelet writes this Node, not us
-                if view.running:
+                if view.running or view.cut_off:
                     real[view.vm_id] = view.node
+                if view.cut_off:
+                    cut_off.add(view.vm_id)
                 continue
             seen.add(view.node)
             state = self._nodes.setdefault(view.node, _NodeState())
@@ -325,7 +330,7 @@ class NodeAgent:
                 writes.append(functools.partial(self._guarded, None, name, state, now, functools.partial(
                     self._post_condition, name, state, "Unknown", "NodeStatusUnknown",
                     "Kubelet stopped posting node status.", now)))
-        self.real.want(real)
+        self.real.want(real, frozenset(cut_off))
         # Each guest's state is touched by its own write only; the pass ends when every write has.
         if self._writers is None:
             for write in writes:

@@ -5,7 +5,10 @@ When such a VM's guest comes up (the moment a simulated guest's kubelet would re
 and containerd (hack/controlplane/nodes.py) start as the Node named after the VM's host name, joined to the local
 control plane. When the guest stops running (power-off, shutdown, crash, a host going down, removal) that node
 stops with all its containers, as a machine that loses power takes its kubelet with it; the Node then goes
-NotReady by the node lifecycle controller, not by the simulator. Other VMs stay simulated, for scale.
+NotReady by the node lifecycle controller, not by the simulator. While the engine has lost the VM's host (the VM
+`unknown`), the guest runs on, cut off: its kubelet is frozen, its containers keep running and keep their disks,
+so its Node goes Unknown as a partitioned machine's does; when the host answers again, the kubelet goes on. Other
+VMs stay simulated, for scale.
 
 The disks attached to a real guest are real block devices on its node: `hack/csi_host.py`'s LoopDisks gives each
 a loop device with the `/dev/disk/by-id` link the guest's udev would make, in the node's `by_id` directory (in
@@ -54,6 +57,8 @@ class RealGuests:
         self.templates: frozenset[str] = frozenset()  # template ids whose VMs are real guests
         self.vm_patterns: tuple[str, ...] = ()  # and the VMs whose names match one of these (fnmatch)
         self._wanted: dict[str, str] = {}  # vm id -> Node name, for every real guest that runs
+        self._cut_off: frozenset[str] = frozenset()  # the wanted guests whose host the engine has lost
+        self._frozen: set[str] = set()  # vm ids whose node's kubelet is frozen now
         self._nodes: dict[str, Any] = {}  # vm id -> RealNode that runs
         self._disks: dict[str, Any] = {}  # vm id -> the LoopDisks of its running node
         self.errors: dict[str, str] = {}  # vm id -> why its node did not start
@@ -80,18 +85,20 @@ class RealGuests:
         """Whether this guest is real (its Node is the real kubelet's to write)."""
         return template_id in self.templates or any(fnmatch.fnmatchcase(vm_name, p) for p in self.vm_patterns)
 
-    def want(self, running: dict[str, str]) -> None:
-        """The real guests that run now (vm id -> Node name); every other real node is stopped."""
+    def want(self, running: dict[str, str], cut_off: frozenset[str] = frozenset()) -> None:
+        """The real guests that run now (vm id -> Node name), and those of them that are cut off; every other real
+        node is stopped."""
         with self._lock:
-            if running == self._wanted:
+            if running == self._wanted and cut_off == self._cut_off:
                 return
-            self._wanted = dict(running)
+            self._wanted, self._cut_off = dict(running), frozenset(cut_off)
         self._wake.set()
 
     def describe(self) -> dict[str, Any]:
         with self._lock:
             return {"templates": sorted(self.templates), "vms": list(self.vm_patterns),
                     "nodes": {vm: node.name for vm, node in self._nodes.items()},
+                    "cut_off": sorted(self._frozen),
                     "by_id": {vm: str(disks.by_id_dir) for vm, disks in self._disks.items()},
                     "errors": dict(self.errors)}
 
@@ -126,10 +133,17 @@ class RealGuests:
         from hack.csi_host import LoopDisks
 
         with self._lock:
-            wanted, plane_dir, images = dict(self._wanted), self._plane_dir, self._images
+            wanted, cut_off, plane_dir, images = dict(self._wanted), self._cut_off, self._plane_dir, self._images
         for vm_id in [v for v, node in self._nodes.items() if wanted.get(v) != node.name]:
             log.info("guest %s stopped: stopping its node %s", vm_id, self._nodes[vm_id].name)
             self._stop_node(vm_id)
+        for vm_id, node in self._nodes.items():
+            if (vm_id in cut_off) != (vm_id in self._frozen):
+                log.info("guest %s %s: node %s", vm_id, "cut off" if vm_id in cut_off else "reachable again",
+                         node.name)
+                node.cut_off(vm_id in cut_off)
+                with self._lock:
+                    (self._frozen.add if vm_id in cut_off else self._frozen.discard)(vm_id)
         for vm_id, name in wanted.items():
             if vm_id in self._nodes or self._stop.is_set() or plane_dir is None \
                     or time.monotonic() < self._retry_at.get(vm_id, 0.0):
@@ -157,6 +171,8 @@ class RealGuests:
         """The node first (its pods unmount the disks), then the disks; listed until both are gone, so that a
         caller sees the node stopped once it is not listed."""
         self._nodes[vm_id].stop()
+        with self._lock:
+            self._frozen.discard(vm_id)
         if vm_id in self._disks:
             self._disks[vm_id].__exit__(None, None, None)
         with self._lock:

@@ -143,7 +143,8 @@ class ControlClient:
                                                    "templates": templates or [], "vms": vms or []})
 
     def real_nodes(self) -> dict[str, Any]:
-        """{"templates": [...], "nodes": {vm id: Node name}, "errors": {vm id: why its node did not start}}"""
+        """{"templates": [...], "nodes": {vm id: Node name}, "cut_off": [vm ids whose node's kubelet is frozen],
+        "errors": {vm id: why its node did not start}}"""
         return self._call("GET", "/real-guests")
 
 

@@ -25,7 +25,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from api import keys
 from api.ids import vm_id_from_provider_id
-from api.meta import ConditionSeverity, false_condition, format_time, now, parse_time, set_condition, true_condition
+from api.meta import (ConditionSeverity, false_condition, format_time, get_condition, now, parse_time, set_condition,
+                      true_condition)
 from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, REMEDIATION_TAINT_KEY,
                              OnExhaustion, OvirtRemediation, RemediationConditionType, RemediationPhase,
                              StorageRelease)
@@ -55,6 +56,9 @@ _NODE_NAME_ANNOTATION = "remediation.medik8s.io/node-name"  # NodeHealthCheck na
 class RemediationTiming:
     poll_s: float = 2.0  # looking again at a VM or a Node that is on its way
     unknown_recheck_s: float = 10.0  # a VM whose host does not answer
+    # A VM back `up` from `unknown` ran all along, cut off with its host: its kubelet reconnects within seconds, so
+    # its Node is given this long to be Ready again before the power-off (docs/fencing.md#one-cycle).
+    reconnect_grace_s: float = 30.0
     slot_recheck_s: float = 5.0  # waiting for a power slot
     storage_release_timeout_s: float = 300.0  # the VM is off whatever happens; do not wait for ever
     refused_cap_s: float = 60.0  # the longest pause before an action the engine refused is sent again
@@ -217,6 +221,9 @@ class RemediationReconciler:
                 return self._end_healthy(obj, rem, target, RemediationPhase.SKIPPED if rem.status.retry_count <= 1
                                          else RemediationPhase.SUCCEEDED,
                                          f"node {target.node_name} is Ready again before the power-off")
+            reconnecting = self._reconnecting(obj, rem, target)
+            if reconnecting is not None:
+                return reconnecting
             busy = self._power_slots_taken(obj)
             if busy >= self._timing.max_concurrent_power:
                 self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
@@ -470,6 +477,26 @@ class RemediationReconciler:
                     conditions=[false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "PowerStateUnknown",
                                                 ConditionSeverity.WARNING, message)])
         return Result(requeue_after=self._timing.unknown_recheck_s)
+
+    def _reconnecting(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
+        """Wait a while (requeue) for the Node of a VM that is back from `unknown` before powering it off: its
+        host answers again and the VM ran all along. The wait is in the request's status (the condition's reason
+        and time), so a restarted controller keeps it; None once the grace is over, or when the VM was not
+        unknown."""
+        confirmed = get_condition(rem.status.conditions, _CONDITIONS.POWER_OFF_CONFIRMED)
+        grace = self._timing.reconnect_grace_s
+        if confirmed is None or confirmed.reason not in ("PowerStateUnknown", "HostAnswersAgain"):
+            return None
+        if confirmed.reason == "PowerStateUnknown":
+            message = (f"the VM's host answers again and the VM is up: waiting up to {grace:.0f}s for node "
+                       f"{target.node_name} to be Ready before powering it off")
+            self._events.normal(obj, "HostAnswersAgain", message)
+            self._write(obj, rem, message=message,
+                        conditions=[false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "HostAnswersAgain",
+                                                    ConditionSeverity.INFO, message)])
+            return Result(requeue_after=self._timing.poll_s)
+        waited = self._elapsed(_time(confirmed.last_transition_time) or self._clock())
+        return Result(requeue_after=min(self._timing.poll_s, grace - waited)) if waited < grace else None
 
     def _node_is_ready(self, node_name: str, since: dt.datetime | None = None) -> bool:
         node = self._nodes.get(node_name) if node_name else None

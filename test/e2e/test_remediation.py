@@ -186,6 +186,7 @@ def test_vm_in_unknown_state_is_never_taken_as_off(renv):
     proc = menv.controller()
     name, vm_id, node = _running_machine(menv)
     host = control.vm(vm_id)["host"]
+    stops, starts = _counts(menv, vm_id)
     control.set_host_status(host, "non_responsive")
     try:
         _not_ready(menv, node)
@@ -204,8 +205,11 @@ def test_vm_in_unknown_state_is_never_taken_as_off(renv):
             in proc.metrics()
     finally:
         control.set_host_status(host, "up")
-    # The host is back with the VM running: the cycle goes on and ends with the Node Ready.
+    # The host is back with the VM running all along: its guest reconnects, and its Node, Ready again within the
+    # reconnect grace, is left alone (no power cycle).
     _wait(lambda: _phase(menv, name) in ("Succeeded", "Skipped"), "remediation ended", 120, menv)
+    assert _phase(menv, name) == "Skipped"
+    assert _counts(menv, vm_id) == (stops, starts)
     assert _ready(_node(menv, node)) == "True"
     # The alert's gauge says the wait is over (OvirtVMPowerStateUnknown, config/monitoring).
     assert f'ovirt_remediation_vm_power_unknown{{name="{name}",namespace="{menv.namespace}"}} 1.0' \

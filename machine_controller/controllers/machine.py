@@ -29,6 +29,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
                        Progress)
 from .drain import Drainer
+from .node_storage import RELEASE_POLL_S, RELEASE_TIMEOUT_S, TaintsChanged, release_volumes
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
 from .resources import MACHINES, NODES
@@ -287,6 +288,9 @@ class MachineReconciler:
                     return Result(requeue=True)  # the queue's backoff for this Machine, growing while it lasts
             return Result(requeue_after=progress.requeue_after or self._timing.instance_deleting_s)
         if node:
+            waiting = self._release_storage(obj, machine, node)
+            if waiting is not None:
+                return waiting
             try:
                 self._rest.delete(NODES, node)
             except Exception as e:
@@ -295,6 +299,32 @@ class MachineReconciler:
         self._events.normal(obj, "Deleted", f"Deleted machine {machine.metadata.name}")
         finalizers = [f for f in machine.metadata.finalizers if f != keys.MACHINE_FINALIZER]
         self._patch_meta(obj, {"finalizers": finalizers})
+        return None
+
+    def _release_storage(self, obj: dict, machine: Machine, node: str) -> Result | None:
+        """The VM is gone, so nothing writes through the Node's volumes any more; but Kubernetes keeps a volume
+        attached to a Node that cannot confirm the unmount for six minutes, and a ReadWriteOnce volume (a
+        StatefulSet's disk) attaches nowhere else meanwhile. So a Node that still has VolumeAttachments gets the
+        out-of-service taint, and is deleted once they are gone (node_storage.py). None: the Node may go now."""
+        try:
+            current = self._rest.get(NODES, node)
+        except Exception as e:
+            if is_not_found(e):
+                return None
+            raise
+        try:
+            release = release_volumes(self._rest, current)
+        except TaintsChanged:
+            return Result(requeue_after=0.2)
+        if release.tainted_now:
+            self._events.normal(obj, "ReleasingStorage", f"the VM is gone: node {node} tainted out-of-service, so "
+                                f"that Kubernetes detaches its {release.held} volume(s) now")
+        if not release.done:
+            return Result(requeue_after=RELEASE_POLL_S)
+        if release.held:
+            self._events.warning(obj, "StorageReleaseSlow", f"{release.held} volume attachment(s) of node {node} "
+                                 f"still there {RELEASE_TIMEOUT_S:.0f}s after the out-of-service taint; deleting "
+                                 "the node all the same")
         return None
 
     def _delete_problem(self, obj: dict, machine: Machine, message: str) -> None:

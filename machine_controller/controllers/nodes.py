@@ -1,6 +1,7 @@
 """The providerID and node controllers, in the place of a cloud-controller-manager (docs/compatibility.md#node-
 controllers): a new Node gets `spec.providerID` from the instance of its name (the autoscaler and nodelink match
-Nodes to Machines by it), and a Node whose instance is really gone is deleted.
+Nodes to Machines by it), and a Node whose instance is really gone is deleted, once Kubernetes has released its
+volumes (node_storage.py).
 
 Unlike the Go controller it replaces, a Node is deleted only when the provider is sure its instance is absent
 (by providerID and by name), never on a failed lookup: an engine outage must not empty the cluster.
@@ -21,6 +22,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 
 from .actuator import InstanceNotOwned, Instances
 from .node_status import node_ready
+from .node_storage import RELEASE_POLL_S, TaintsChanged, release_volumes
 from .resources import NODES
 
 log = structlog.get_logger(__name__)
@@ -59,6 +61,16 @@ class NodeInstanceReconciler:
             log.info("set node providerID", node=name, provider_id=instance.provider_id)
             return None
         if instance is None:
+            # Its volumes first: deleted at once, the Node would leave them attached for Kubernetes' six minutes.
+            try:
+                release = release_volumes(self._rest, node)
+            except TaintsChanged:
+                return Result(requeue_after=0.2)
+            if release.tainted_now:
+                self._events.normal(node, "ReleasingStorage", f"the instance of node {name} no longer exists: "
+                                    f"tainted out-of-service, so that Kubernetes detaches its {release.held} volume(s)")
+            if not release.done:
+                return Result(requeue_after=RELEASE_POLL_S)
             self._events.normal(node, "DeletingNode", f"the instance of node {name} no longer exists; deleting the Node")
             try:
                 self._rest.delete(NODES, name)

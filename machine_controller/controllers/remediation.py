@@ -40,7 +40,8 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import ActionRefused, InstanceNotOwned, Power, PowerControl, PowerState
 from .drain import MIRROR_POD_ANNOTATION
 from .node_status import node_ready, ready_condition
-from .resources import MACHINES, NODES, PODS, REMEDIATIONS, VOLUME_ATTACHMENTS
+from .node_storage import TaintsChanged, patch_taints, volume_attachments
+from .resources import MACHINES, PODS, REMEDIATIONS
 
 log = structlog.get_logger(__name__)
 
@@ -522,8 +523,7 @@ class RemediationReconciler:
         pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
         left = [p for p in pods.get("items", [])
                 if MIRROR_POD_ANNOTATION not in (p["metadata"].get("annotations") or {}) and _holds_storage(p)]
-        attachments = self._rest.request("GET", VOLUME_ATTACHMENTS.path()).get("items", [])
-        attached = [a for a in attachments if (a.get("spec") or {}).get("nodeName") == node_name]
+        attached = volume_attachments(self._rest, node_name)
         parts = []
         if left:
             parts.append(f"{len(left)} pod(s) with volumes")
@@ -564,19 +564,10 @@ class RemediationReconciler:
             self._patch_taints(node_name, taints, kept)
 
     def _patch_taints(self, node_name: str, old: list[dict], new: list[dict]) -> None:
-        # A JSON patch that tests the taints it read: a concurrent change of the taints (not a heartbeat) makes it
-        # fail, and the next pass starts from the newer Node.
-        ops: list[dict[str, Any]] = [{"op": "test", "path": "/spec/taints", "value": old}] if old else []
-        ops.append({"op": "add", "path": "/spec/taints", "value": new})
         try:
-            self._rest.request("PATCH", NODES.path(None, node_name), body=ops,
-                               content_type="application/json-patch+json")
-        except Exception as e:
-            if is_not_found(e):
-                return
-            if is_conflict(e) or getattr(e, "status", None) == 422:  # the test op failed: taints changed meanwhile
-                raise _Stale() from None
-            raise
+            patch_taints(self._rest, node_name, old, new)
+        except TaintsChanged:
+            raise _Stale() from None  # the next pass starts from the newer Node
 
     def _write(self, obj: dict, rem: OvirtRemediation, conditions: list = (), **fields: Any) -> None:
         """Merge-patch status with the given fields, guarded by resourceVersion; keeps `obj` and `rem` current."""

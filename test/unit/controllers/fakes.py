@@ -24,11 +24,11 @@ from kubernetes.client.exceptions import ApiException
 from api.machine import Machine
 from api.meta import format_time, now
 from machine_controller.controllers.actuator import InstanceStatus, NodeInstance, Progress
-from machine_controller.controllers.resources import EVICTION_SUBRESOURCE, MACHINES, NODES, PODS
+from machine_controller.controllers.resources import EVICTION_SUBRESOURCE, MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import EVENTS, Resource, object_key
 
-KNOWN = {r.plural: r for r in (MACHINES, NODES, PODS, EVENTS)}
+KNOWN = {r.plural: r for r in (MACHINES, NODES, PODS, EVENTS, VOLUME_ATTACHMENTS)}
 # Kinds whose status is a subresource: a write to the main resource leaves status alone, and a write to /status
 # leaves everything but status alone, as the API server does.
 WITH_STATUS_SUBRESOURCE = {MACHINES.plural, NODES.plural, PODS.plural}
@@ -207,6 +207,8 @@ class FakeApi:
             return self.create(resource, body, namespace)
         if method == "PUT":
             return self.replace(resource, body)
+        if method == "PATCH" and content_type == "application/json-patch+json":
+            return self._json_patch(resource, name, body, namespace)
         if method == "PATCH":
             return self.merge_patch(resource, name, body, namespace, subresource)
         if method == "DELETE":
@@ -214,6 +216,23 @@ class FakeApi:
         raise AssertionError(f"FakeApi cannot serve {method} {path}")
 
     # --- internals ------------------------------------------------------------------------------------------
+    def _json_patch(self, resource: Resource, name: str, ops: list[dict], namespace: str | None) -> dict:
+        """RFC 6902's `test` and `add` on object members, as the API server applies them (a failed test: 422)."""
+        self._begin("PATCH", resource, name)
+        obj = copy.deepcopy(self._require(resource, name, namespace))
+        for op in ops:
+            *parents, last = op["path"].lstrip("/").split("/")
+            target = obj
+            for part in parents:
+                target = target.setdefault(part, {}) if op["op"] == "add" else target.get(part, {})
+            if op["op"] == "test" and target.get(last) != op["value"]:
+                raise api_error(422, "Invalid", f"the test of {op['path']} failed")
+            if op["op"] == "add":
+                target[last] = copy.deepcopy(op["value"])
+            elif op["op"] != "test":
+                raise AssertionError(f"FakeApi cannot apply the JSON patch op {op['op']!r}")
+        return self._write(resource, obj)
+
     def _list(self, resource: Resource, namespace: str | None, query: dict[str, Any]) -> dict:
         self._begin("GET", resource, None)
         wanted_node = None

@@ -15,6 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from api import keys
+from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from api.meta import NodeAddress, format_time, now
 from machine_controller.controllers.actuator import (ActuatorError, InstanceNotOwned, InstanceStatus,
                                                      InvalidMachineConfiguration, MissingDependency, Progress)
@@ -22,7 +23,7 @@ from machine_controller.controllers.machine import MachineReconciler
 from machine_controller.controllers.machine_metrics import MachineMetrics
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, internal_ip_index,
                                                      provider_id_index)
-from machine_controller.controllers.resources import MACHINES, NODES, PODS
+from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
 
@@ -185,6 +186,25 @@ def world(row: Row) -> World:
 
 
 # --- checks used by some rows ------------------------------------------------------------------------------------
+
+def _volume_attached(w: World) -> None:
+    w.api.seed(VOLUME_ATTACHMENTS, {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                                    "metadata": {"name": "csi-1"},
+                                    "spec": {"attacher": "csi.ovirt.org", "nodeName": NODE,
+                                             "source": {"persistentVolumeName": "pv-1"}}})
+
+
+def _tainted_then_detached(w: World, i: int) -> None:
+    """After the first pass the Node has the out-of-service taint and is still there; Kubernetes detaches the
+    volume after the second."""
+    node = w.api.object(NODES, NODE)
+    assert node is not None
+    assert [t for t in node["spec"]["taints"] if t["key"] == OUT_OF_SERVICE_TAINT_KEY] == [
+        {"key": OUT_OF_SERVICE_TAINT_KEY, "value": "nodeshutdown", "effect": "NoExecute",
+         "timeAdded": node["spec"]["taints"][-1]["timeAdded"]}]
+    if i == 1:
+        w.api.remove(VOLUME_ATTACHMENTS, "csi-1")
+
 
 def _writes_nothing(w: World) -> None:
     assert w.api.writes() == []
@@ -463,6 +483,13 @@ ROWS = [
         events=[("Warning", "DrainRequeued"), ("Warning", "DrainRequeued"), ("Normal", "Deleted"),
                 ("Normal", "Deleted")],
         node_after="gone", evictions=["apps/web"], calls={"delete": 2}, check=_full_deletion_messages),
+    Row("deletion: instance gone, the Node still has a volume attached -> out-of-service taint, Node kept until the "
+        "attachment is gone, then deleted",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue_after=2.0),
+                                                                           Result(requeue_after=2.0), None],
+        node=node_obj(True), delete=[GONE_FROM_CLOUD] * 3, setup=_volume_attached, between=_tainted_then_detached,
+        phase=GONE, events=[("Normal", "ReleasingStorage"), ("Normal", "Deleted")], node_after="gone",
+        calls={"delete": 3}),
     Row("deletion: a Node already gone counts as drained",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], delete=[GONE_FROM_CLOUD],
         phase=GONE, events=[("Normal", "Deleted")], node_after="gone", calls={"delete": 1}),

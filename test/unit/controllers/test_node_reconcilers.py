@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from api import keys
+from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from machine_controller.controllers.actuator import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, AmbiguousMatch,
                                                      NodeLinkReconciler, internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler
-from machine_controller.controllers.resources import MACHINES, NODES
+from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
 
@@ -84,6 +85,24 @@ def test_a_node_whose_instance_is_gone_is_deleted_with_an_event():
     assert instances.seen == [("find", (NODE, PID))]
     assert events.reasons() == [("Normal", "DeletingNode")]
     assert events.recorded[0].involved == f"Node {NODE}" and NODE in events.recorded[0].message
+
+
+def test_a_node_whose_instance_is_gone_keeps_its_volumes_until_kubernetes_released_them():
+    """Deleted at once, the Node would leave its VolumeAttachments for Kubernetes' six minutes: it first gets the
+    out-of-service taint, and goes when they are gone."""
+    reconciler, api, _, events = instance_world(node(PID, ready="Unknown"), [None, None])
+    api.seed(VOLUME_ATTACHMENTS, {"metadata": {"name": "csi-1"},
+                                  "spec": {"attacher": "csi.ovirt.org", "nodeName": NODE,
+                                           "source": {"persistentVolumeName": "pv-1"}}})
+    assert reconciler.reconcile(NODE) == Result(requeue_after=2.0)
+    taints = api.object(NODES, NODE)["spec"]["taints"]
+    assert [(t["key"], t["value"], t["effect"]) for t in taints] == [(OUT_OF_SERVICE_TAINT_KEY, "nodeshutdown",
+                                                                      "NoExecute")]
+    assert events.reasons() == [("Normal", "ReleasingStorage")]
+    api.remove(VOLUME_ATTACHMENTS, "csi-1")  # Kubernetes detached it
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE) is None
+    assert events.reasons() == [("Normal", "ReleasingStorage"), ("Normal", "DeletingNode")]
 
 
 def test_a_failed_lookup_never_deletes_the_node():

@@ -46,6 +46,7 @@ NS = "openshift-machine-api"
 DRIVER = "csi.ovirt.org"
 PREFIX = "e2e-csireal-"
 WAIT = (120.0, 0.3)
+BED_LABEL = "e2e.ovirt.org/csi-real-bed"  # on the Nodes of the bed's Machines, a replacement's too (nodelink)
 
 
 def _on_nodes(names: list[str]) -> dict:
@@ -104,9 +105,11 @@ def _running_on_real_nodes(menv: MachineEnv, set_name: str, n: int) -> list[dict
 
 
 @pytest.fixture(scope="module")
-def bed(cluster, ovirt, real_node_images, tmp_path_factory) -> Iterator[Bed]:
+def bed(cluster, ovirt, real_node_images, kube_proxy, tmp_path_factory) -> Iterator[Bed]:
     """Two real nodes, each the guest of a Machine of a MachineSet that this project's controller runs (every
-    controller, health checks and fencing included), and config/storage/csi applied to them."""
+    controller, health checks and fencing included), and config/storage/csi applied to them. kube-proxy runs
+    first: the sidecars reach the API server through the `kubernetes` Service from their start (without it they
+    crash and back off, which held the first claim for half a minute)."""
     archives = [*real_node_images, images.archive(product.NAME), *(images.archive(i.name) for i in go_programs.IMAGES)]
     ovirt.control.real_guests(cluster.plane.dir, archives, vms=[f"{PREFIX}*"])
     cluster.apply_crds()
@@ -118,7 +121,7 @@ def bed(cluster, ovirt, real_node_images, tmp_path_factory) -> Iterator[Bed]:
     docs: list[dict[str, Any]] = []
     try:
         menv.controller()
-        _machineset(menv, set_name, 2)
+        _machineset(menv, set_name, 2, node_labels={BED_LABEL: set_name})
         # The simulator starts real guests one at a time, each importing the images (the product's 550 MB archive
         # among them): minutes when the machine is loaded.
         assert wait_until(lambda: _running_on_real_nodes(menv, set_name, 2), 600, 0.5), \
@@ -173,10 +176,16 @@ def test_each_real_node_registers_the_driver_with_its_kubelet(bed):
 
 
 def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
-    """The VMs among `vm_ids` that the disk is attached to."""
-    return [vm_id for vm_id in vm_ids
-            if any(a.id == disk_id for a in conn.system_service().vms_service().vm_service(vm_id)
-                   .disk_attachments_service().list())]
+    """The VMs among `vm_ids` that the disk is attached to (a VM removed meanwhile has none)."""
+    attached = []
+    for vm_id in vm_ids:
+        try:
+            attachments = conn.system_service().vms_service().vm_service(vm_id).disk_attachments_service().list()
+        except sdk.NotFoundError:
+            continue
+        if any(a.id == disk_id for a in attachments):
+            attached.append(vm_id)
+    return attached
 
 
 def _disk_gone(conn, disk_id: str) -> bool:
@@ -206,12 +215,14 @@ _WRITER = ("test -f /data/file || { head -c 1048576 /dev/urandom > /data/file &&
 
 
 def _db(bed: Bed, sc: str) -> dict:
-    """A StatefulSet of one pod on either real node, with a claim of the class `sc` that holds the pod's data."""
+    """A StatefulSet of one pod on a node of the bed's Machines, with a claim of the class `sc` that holds the pod's
+    data."""
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {
         "serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
         "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
-            "affinity": _on_nodes(list(bed.guests)), "terminationGracePeriodSeconds": 1,
-            "securityContext": {"fsGroup": 65532},
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": BED_LABEL, "operator": "In", "values": [bed.set_name]}]}]}}},
+            "terminationGracePeriodSeconds": 1, "securityContext": {"fsGroup": 65532},
             "containers": [{"name": "db", "image": product.TAG, "imagePullPolicy": "Never",
                             "command": ["sh", "-c", _WRITER],
                             "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
@@ -261,11 +272,13 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
         before = int(_exec(cluster, namespace, "db-0", "df -B1 --output=size /data | tail -1"))
 
         # Online expansion: the engine's disk grows, the guest sees a bigger device, the pod a bigger filesystem.
+        grown = time.monotonic()
         cluster.kubectl("-n", namespace, "patch", "pvc", "data-db-0", "--type=merge",
                         "-p", '{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}')
         assert wait_until(lambda: int(_exec(cluster, namespace, "db-0", "df -B1 --output=size /data | tail -1"))
                           > before + 2**29, 180, 1.0), \
             cluster.kubectl("-n", namespace, "describe", "pvc", "data-db-0").stdout
+        print(f"\nthe pod's filesystem grown {time.monotonic() - grown:.1f} s after the claim")
         assert conn.system_service().disks_service().disk_service(disk_id).get().provisioned_size == 2 * 2**30
         assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
@@ -401,14 +414,14 @@ def _kubelet_mount_tables() -> dict[str, str]:
 
 
 class _Exclusive(threading.Thread):
-    """Samples, twice a second until stopped, which of the bed's VMs the disk is attached to (the engine's view)
-    and which real nodes have the PV mounted (their mount tables): the disk must never be attached to two VMs nor
-    mounted on two nodes at one moment."""
+    """Samples, twice a second until stopped, which VMs of the bed's MachineSet (a replacement's too) the disk is
+    attached to (the engine's view) and which real nodes have the PV mounted (their mount tables): the disk must
+    never be attached to two VMs nor mounted on two nodes at one moment."""
 
     def __init__(self, bed: Bed, disk_id: str, pv_name: str) -> None:
         super().__init__(name="exclusive-sampler", daemon=True)
         self._conn = bed.sim.connection()  # its own: an SDK connection is not shared between threads
-        self._vm_ids, self._disk_id, self._pv = list(bed.guests.values()), disk_id, pv_name
+        self._set, self._disk_id, self._pv = bed.set_name, disk_id, pv_name
         self._halt = threading.Event()
         self.samples = 0
         self.most_attached = self.most_mounted = 0
@@ -418,7 +431,8 @@ class _Exclusive(threading.Thread):
     def run(self) -> None:
         try:
             while not self._halt.wait(0.5):
-                attached = _attached_to(self._conn, self._vm_ids, self._disk_id)
+                vms = self._conn.system_service().vms_service().list(search=f"name={self._set}-*")
+                attached = _attached_to(self._conn, [vm.id for vm in vms], self._disk_id)
                 mounted = sorted(n for n, t in _kubelet_mount_tables().items() if f"/{self._pv}/" in t)
                 self.attached, self.mounted = attached, mounted
                 self.most_attached = max(self.most_attached, len(attached))
@@ -587,15 +601,30 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
                 moved["node"] = p["spec"]["nodeName"]
                 return True
             return False
+        seen: set[str] = set()
+
+        def detected() -> bool:
+            if _ready_status(_node_obj(cluster, node)) != "True":
+                seen.add("detected")
+            return "detected" in seen
+
+        def once(step: str, holds: bool) -> bool:
+            """A step that counts only after the crash was detected (the Node and the VM start up and Ready)."""
+            if holds and "detected" in seen:
+                seen.add(step)
+            return step in seen
+
         steps = _moments({
-            "detected (Node not Ready)": lambda: _ready_status(_node_obj(cluster, node)) != "True",
+            "detected (Node not Ready)": detected,
             "request opened": lambda: _request_of(bed, machine) is not None,
             "power-off confirmed": lambda: _events_of(bed, machine, "PowerOffConfirmed"),
             "disk detached": lambda: vm_id not in sampler.attached,
             "pod Running with its data": pod_back,
-            "VM powered on": lambda: control.vm(vm_id)["status"] == "up",
-            "Node Ready again": lambda: _ready_status(_node_obj(cluster, node)) == "True"
-            and _events_of(bed, machine, "RemediationSucceeded"),
+            "VM powered on": lambda: once("on", control.vm(vm_id)["status"] == "up"),
+            # The health check deletes the request once the Node is healthy, maybe before the request records
+            # its success: the request gone with the Node Ready is the end.
+            "Node Ready again, request closed": lambda: once("back", _ready_status(_node_obj(cluster, node))
+                                                            == "True" and _request_of(bed, machine) is None),
         }, 600, state)
         requests = sum(control.counts().values()) - requests_before
         assert _stops_and_starts(bed) == (stops, starts + 1)  # crashed: already down, so only a start
@@ -621,3 +650,97 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
     assert sampler.samples > 100 and sampler.most_attached == 1 and sampler.most_mounted == 1, \
         (sampler.samples, sampler.most_attached, sampler.most_mounted)
+
+
+def _vm_gone(conn, vm_id: str) -> bool:
+    try:
+        conn.system_service().vms_service().vm_service(vm_id).get()
+    except sdk.NotFoundError:
+        return True
+    return False
+
+
+def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed, kube_proxy, namespace):
+    """Replacement with storage (issue 19, item 4): the health check's default remediation deletes the Machine of
+    the node whose VM crashed while it held the pod's disk. The Machine's deletion detaches the disk before the VM is
+    removed, so the disk survives; the MachineSet's replacement joins, and the pod runs there with its data. The
+    bed's other node is cordoned, so that the replacement is the only place for the pod."""
+    cluster, control, conn = bed.cluster, bed.sim.control, bed.conn
+    menv = bed.menv
+    sc = f"ovirt-csi-{uuid.uuid4().hex[:5]}"
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_sample_class(sc)))
+    conditions = [{"type": "Ready", "status": status, "timeout": MHC_TIMEOUT} for status in ("Unknown", "False")]
+    check = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
+             "metadata": {"name": "replace", "namespace": menv.namespace},
+             "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": bed.set_name}},
+                      "unhealthyConditions": conditions, "nodeStartupTimeout": "10m"}}
+    sampler: _Exclusive | None = None
+    cordoned: list[str] = []
+    try:
+        _start_db(bed, namespace, sc)
+        pod = _pod_obj(cluster, namespace, "db-0")
+        node = pod["spec"]["nodeName"]
+        machines = {m["status"]["nodeRef"]["name"]: m for m in _set_machines(menv, bed.set_name)}
+        victim = machines[node]
+        vm_id = victim["metadata"]["annotations"]["VmId"]
+        cordoned = [n for n in machines if n != node]
+        for other in cordoned:
+            cluster.kubectl("cordon", other)
+        pv_name, disk_id = _volume(bed, namespace)
+        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(check))
+        sampler = _Exclusive(bed, disk_id, pv_name)
+        sampler.start()
+        assert wait_until(lambda: sampler.samples > 0 and sampler.mounted == [node], *WAIT), sampler.mounted
+        replacement: dict[str, str] = {}
+
+        def replacement_ready() -> bool:
+            fresh = [m for m in _set_machines(menv, bed.set_name) if m["metadata"]["name"] not in
+                     {v["metadata"]["name"] for v in machines.values()}
+                     and (m.get("status") or {}).get("nodeRef")]
+            ready = [m for m in fresh if _real_node_ready(cluster, m["status"]["nodeRef"]["name"])]
+            if ready:
+                replacement["node"] = ready[0]["status"]["nodeRef"]["name"]
+                replacement["vm"] = ready[0]["metadata"]["annotations"]["VmId"]
+            return bool(ready)
+
+        def pod_back() -> bool:
+            p = _pod_obj(cluster, namespace, "db-0")
+            return _pod_ready(p) and p["metadata"]["uid"] != pod["metadata"]["uid"]
+
+        def state() -> str:
+            return "\n".join([f"attached to {sampler.attached}, mounted on {sampler.mounted}",
+                              cluster.kubectl("-n", menv.namespace, "get", "machines", "-o", "wide").stdout,
+                              cluster.kubectl("-n", namespace, "get", "pods", "-o", "wide").stdout,
+                              cluster.kubectl("-n", namespace, "describe", "pod", "db-0", check=False).stdout[-2000:],
+                              menv.controller_logs()[-4000:]])
+
+        control.crash_vm(vm_id)
+        steps = _moments({
+            "detected (Node not Ready)": lambda: _ready_status(_node_obj(cluster, node)) != "True",
+            "Machine deleted by the health check": lambda: menv.machine(victim["metadata"]["name"]) is None,
+            "disk detached from the dead VM": lambda: vm_id not in sampler.attached,
+            "VM removed": lambda: _vm_gone(conn, vm_id),
+            "replacement's Node Ready": replacement_ready,
+            "pod Running with its data": pod_back,
+        }, 600, state)
+        # The engine removes a VM with the disks still attached to it: the disk's survival shows that the
+        # Machine's deletion detached it before it removed the VM.
+        assert not _disk_gone(conn, disk_id), "the disk went with the VM"
+        back = _pod_obj(cluster, namespace, "db-0")
+        assert back["spec"]["nodeName"] == replacement["node"]
+        assert sampler.attached == [replacement["vm"]] and sampler.mounted == [replacement["node"]]
+        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert _volume(bed, namespace) == (pv_name, disk_id)
+        assert _events_of(bed, victim["metadata"]["name"], "MachineDeleted")  # the health check's remediation
+        print("\n[figures] replacement with storage, from the VM crash: "
+              + ", ".join(f"{step} {steps[step]:.1f} s" for step in sorted(steps, key=steps.get)))
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        for other in cordoned:
+            cluster.kubectl("uncordon", other, check=False)
+        cluster.kubectl("-n", menv.namespace, "delete", "mhc", "replace", "--ignore-not-found", check=False)
+        cluster.kubectl("-n", namespace, "delete", "statefulset", "db", "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("-n", namespace, "delete", "pvc", "--all", "--wait=false", check=False)
+        cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
+    assert sampler.most_attached == 1 and sampler.most_mounted == 1, (sampler.most_attached, sampler.most_mounted)

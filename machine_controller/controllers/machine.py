@@ -29,7 +29,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
                        Progress)
 from .drain import Drainer
-from .node_storage import RELEASE_POLL_S, RELEASE_TIMEOUT_S, TaintsChanged, release_volumes
+from .node_storage import hold_for_volumes
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
 from .resources import MACHINES, NODES
@@ -312,20 +312,7 @@ class MachineReconciler:
             if is_not_found(e):
                 return None
             raise
-        try:
-            release = release_volumes(self._rest, current)
-        except TaintsChanged:
-            return Result(requeue_after=0.2)
-        if release.tainted_now:
-            self._events.normal(obj, "ReleasingStorage", f"the VM is gone: node {node} tainted out-of-service, so "
-                                f"that Kubernetes detaches its {release.held} volume(s) now")
-        if not release.done:
-            return Result(requeue_after=RELEASE_POLL_S)
-        if release.held:
-            self._events.warning(obj, "StorageReleaseSlow", f"{release.held} volume attachment(s) of node {node} "
-                                 f"still there {RELEASE_TIMEOUT_S:.0f}s after the out-of-service taint; deleting "
-                                 "the node all the same")
-        return None
+        return hold_for_volumes(self._rest, current, self._events, obj, "the VM is gone")
 
     def _delete_problem(self, obj: dict, machine: Machine, message: str) -> None:
         """The cloud cannot say whether the instance is off (its host does not answer): nothing is sent to it, and

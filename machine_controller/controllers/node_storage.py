@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from api.meta import format_time, now, parse_time
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE
+from machine_controller.runtime.controller import Result
+from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 
 from .resources import NODES, VOLUME_ATTACHMENTS
@@ -84,3 +86,22 @@ def release_volumes(rest: Rest, node: dict, clock: Callable[[], dt.datetime] = n
         return Release(len(attached), True, 0.0)
     added = parse_time(mine["timeAdded"]) if mine.get("timeAdded") else clock()
     return Release(len(attached), False, (clock() - added).total_seconds())
+
+
+def hold_for_volumes(rest: Rest, node: dict, events: EventRecorder, involved: dict, why: str) -> Result | None:
+    """Before deleting a Node whose VM is gone (`why` says how, for the events on `involved`): release its volumes
+    (release_volumes) and wait for them. None: the Node may be deleted now."""
+    name = node["metadata"]["name"]
+    try:
+        release = release_volumes(rest, node)
+    except TaintsChanged:
+        return Result(requeue_after=0.2)
+    if release.tainted_now:
+        events.normal(involved, "ReleasingStorage", f"{why}: node {name} tainted out-of-service, so that Kubernetes "
+                      f"detaches its {release.held} volume(s) now")
+    if not release.done:
+        return Result(requeue_after=RELEASE_POLL_S)
+    if release.held:
+        events.warning(involved, "StorageReleaseSlow", f"{release.held} volume attachment(s) of node {name} still "
+                       f"there {RELEASE_TIMEOUT_S:.0f}s after the out-of-service taint; deleting the node all the same")
+    return None

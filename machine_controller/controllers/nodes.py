@@ -22,7 +22,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 
 from .actuator import InstanceNotOwned, Instances
 from .node_status import node_ready
-from .node_storage import RELEASE_POLL_S, TaintsChanged, release_volumes
+from .node_storage import hold_for_volumes
 from .resources import NODES
 
 log = structlog.get_logger(__name__)
@@ -62,15 +62,9 @@ class NodeInstanceReconciler:
             return None
         if instance is None:
             # Its volumes first: deleted at once, the Node would leave them attached for Kubernetes' six minutes.
-            try:
-                release = release_volumes(self._rest, node)
-            except TaintsChanged:
-                return Result(requeue_after=0.2)
-            if release.tainted_now:
-                self._events.normal(node, "ReleasingStorage", f"the instance of node {name} no longer exists: "
-                                    f"tainted out-of-service, so that Kubernetes detaches its {release.held} volume(s)")
-            if not release.done:
-                return Result(requeue_after=RELEASE_POLL_S)
+            held = hold_for_volumes(self._rest, node, self._events, node, "its instance no longer exists")
+            if held is not None:
+                return held
             self._events.normal(node, "DeletingNode", f"the instance of node {name} no longer exists; deleting the Node")
             try:
                 self._rest.delete(NODES, name)

@@ -188,12 +188,17 @@ def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
     return attached
 
 
-def _disk_gone(conn, disk_id: str) -> bool:
+def _absent(service) -> bool:
+    """Whether the engine answers 404 for the object of an SDK service (a VM's, a disk's)."""
     try:
-        conn.system_service().disks_service().disk_service(disk_id).get()
+        service.get()
     except sdk.NotFoundError:
         return True
     return False
+
+
+def _disk_gone(conn, disk_id: str) -> bool:
+    return _absent(conn.system_service().disks_service().disk_service(disk_id))
 
 
 def _exec(cluster, ns: str, pod: str, script: str) -> str:
@@ -653,11 +658,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
 
 
 def _vm_gone(conn, vm_id: str) -> bool:
-    try:
-        conn.system_service().vms_service().vm_service(vm_id).get()
-    except sdk.NotFoundError:
-        return True
-    return False
+    return _absent(conn.system_service().vms_service().vm_service(vm_id))
 
 
 def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed, kube_proxy, namespace):

@@ -364,8 +364,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         cgroups, bridge and directory. Safe to call twice, and on a half-started node. Every step is taken even
         when one fails (a node half stopped would go on running unowned); the first failure is raised after."""
         failures: list[Exception] = []
-        for step in (lambda: self.cut_off(False), lambda: self._stop_process("kubelet"), self._kill_cgroup_tree, self._kill_shims,
-                     lambda: self._stop_process("containerd"), self._kill_shims, self._leave_guest_view,
+        # A frozen kubelet (cut_off) is thawed first, so that it can act on its SIGTERM.
+        for step in (lambda: self.cut_off(False), lambda: self._stop_process("kubelet"), self._kill_cgroup_tree,
+                     self._kill_shims, lambda: self._stop_process("containerd"), self._kill_shims,
+                     self._leave_guest_view,
                      # Lazily, so that a mount still busy for a moment (a dying shim) goes when it is released.
                      lambda: unmount_under(self.dir), self._remove_cgroups, self._release_slot,
                      lambda: shutil.rmtree(self.dir, ignore_errors=True)):

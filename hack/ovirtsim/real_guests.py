@@ -143,7 +143,10 @@ class RealGuests:
                          node.name)
                 node.cut_off(vm_id in cut_off)
                 with self._lock:
-                    (self._frozen.add if vm_id in cut_off else self._frozen.discard)(vm_id)
+                    if vm_id in cut_off:
+                        self._frozen.add(vm_id)
+                    else:
+                        self._frozen.discard(vm_id)
         for vm_id, name in wanted.items():
             if vm_id in self._nodes or self._stop.is_set() or plane_dir is None \
                     or time.monotonic() < self._retry_at.get(vm_id, 0.0):

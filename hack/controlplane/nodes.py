@@ -321,6 +321,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "registerNode": True,
             "registerWithTaints": [_taint(t) for t in self._taints],
             "serializeImagePulls": False,
+            # A pod is synced every 10 s rather than every minute: the kubelet grows a mounted volume's filesystem
+            # (online expansion) only at its pod's next sync, which the tests wait for. A few pods per node make
+            # the extra syncs cheap.
+            "syncFrequency": "10s",
             # FlexVolume drivers: the directory the plane's controller-manager and real nodes share
             # (host_python.py).
             "volumePluginDir": str(volume_plugin_dir(self.plane.dir)),

@@ -29,9 +29,9 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
                        Progress)
 from .drain import Drainer
-from .node_storage import hold_for_volumes
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
+from .node_storage import hold_for_volumes
 from .resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)

@@ -58,7 +58,7 @@ def install(plugin_dir: Path, host_plugin_dir: Path, creds_dir: Path, sa_dir: Pa
     for package in PACKAGES:
         shutil.copytree(package, lib / package.name, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    wrapper = (f"#!/bin/sh\nPYTHONPATH={host_target / 'lib'} OVIRT_FLEXDRIVER_CONF={host_target / 'ovirt-flexvolume-driver.json'} "
+    wrapper = (f"#!/bin/sh\nPYTHONPATH={host_target / 'lib'} OVIRT_FLEXDRIVER_CONF={host_target / CONF_NAME} "
                "exec python3 -m machine_controller.storage.flexvolume \"$@\"\n")
     _atomic_write(target / EXECUTABLE, wrapper, 0o755)
 

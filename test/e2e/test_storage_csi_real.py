@@ -24,7 +24,6 @@ from typing import Any, Iterator
 import pytest
 import yaml
 import ovirtsdk4 as sdk
-from ovirtsdk4 import types
 
 from api.remediation import API_VERSION as REMEDIATION_API
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
@@ -36,7 +35,8 @@ from machine_controller.storage.flexvolume import CONF_NAME, VOLUME_ID
 from machine_controller.storage.flexvolume import DRIVER as FLEX_DRIVER
 from machine_controller.storage.install import EXECUTABLE, VENDOR_DIR
 from machines import MachineEnv, unique_name
-from test_machinehealthcheck import _machineset
+from test_machinehealthcheck import REMEDIATOR_ROLE, _machines, _machineset, _mhc
+from test_remediation import _counts, _events, _node, _ready, _remediation
 
 # The product image is rebuilt after an edit (minutes).
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.long_module]
@@ -91,9 +91,8 @@ class Bed:
 
 
 def _set_machines(menv: MachineEnv, set_name: str) -> list[dict]:
-    out = menv.cluster.kubectl("-n", menv.namespace, "get", "machines", "-l",
-                               f"machine.openshift.io/cluster-api-machineset={set_name}", "-o", "json").stdout
-    return [m for m in json.loads(out)["items"] if not m["metadata"].get("deletionTimestamp")]
+    """The set's Machines that are not being deleted."""
+    return [m for m in _machines(menv, set_name) if not m["metadata"].get("deletionTimestamp")]
 
 
 def _running_on_real_nodes(menv: MachineEnv, set_name: str, n: int) -> list[dict] | None:
@@ -397,7 +396,8 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
 
 # --- Fencing with storage (issue 19, item 3; docs/storage.md#failover-on-real-nodes) ----------------------------
 
-MHC_TIMEOUT = "10s"
+# Ready Unknown or False for 10 s: the health checks' conditions.
+CONDITIONS = [{"type": "Ready", "status": status, "timeout": "10s"} for status in ("Unknown", "False")]
 
 
 def _kubelet_mount_tables() -> dict[str, str]:
@@ -452,14 +452,6 @@ class _Exclusive(threading.Thread):
         return self
 
 
-def _node_obj(cluster, name: str) -> dict:
-    return json.loads(cluster.kubectl("get", "node", name, "-o", "json").stdout)
-
-
-def _ready_status(node: dict) -> str | None:
-    return next((c["status"] for c in node["status"].get("conditions", []) if c["type"] == "Ready"), None)
-
-
 def _pod_obj(cluster, namespace: str, name: str) -> dict | None:
     r = cluster.kubectl("-n", namespace, "get", "pod", name, "-o", "json", check=False)
     return json.loads(r.stdout) if r.returncode == 0 else None
@@ -470,24 +462,8 @@ def _pod_ready(pod: dict | None) -> bool:
         c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
 
 
-def _request_of(bed: Bed, machine: str) -> dict | None:
-    r = bed.cluster.kubectl("-n", bed.menv.namespace, "get", "ovirtremediation", machine, "-o", "json", check=False)
-    return json.loads(r.stdout) if r.returncode == 0 else None
-
-
 def _condition(request: dict | None, ctype: str) -> dict:
     return next((c for c in ((request or {}).get("status") or {}).get("conditions", []) if c["type"] == ctype), {})
-
-
-def _events_of(bed: Bed, name: str, reason: str) -> list[dict]:
-    out = bed.cluster.kubectl("-n", bed.menv.namespace, "get", "events", "--field-selector",
-                              f"involvedObject.name={name},reason={reason}", "-o", "json").stdout
-    return json.loads(out)["items"]
-
-
-def _stops_and_starts(bed: Bed) -> tuple[int, int]:
-    c = bed.sim.control.counts()
-    return c.get("POST /vms/{vm}/stop", 0), c.get("POST /vms/{vm}/start", 0)
 
 
 def _power_cycling_health_check(bed: Bed) -> None:
@@ -495,18 +471,14 @@ def _power_cycling_health_check(bed: Bed) -> None:
     registered as an admin installs it, docs/fencing.md)."""
     menv = bed.menv
     menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
-    menv.cluster.kubectl("apply", "-f", str(REPO / "config/rbac/remediation/ext_remediation_aggregate.yaml"))
+    menv.cluster.kubectl("apply", "-f", str(REMEDIATOR_ROLE))
     template = {"apiVersion": REMEDIATION_API, "kind": "OvirtRemediationTemplate",
                 "metadata": {"name": "power-cycle", "namespace": menv.namespace},
                 "spec": {"template": {"spec": {"strategy": {"timeoutSeconds": 300}}}}}
-    conditions = [{"type": "Ready", "status": status, "timeout": MHC_TIMEOUT} for status in ("Unknown", "False")]
-    check = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
-             "metadata": {"name": "fence", "namespace": menv.namespace},
-             "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": bed.set_name}},
-                      "unhealthyConditions": conditions, "nodeStartupTimeout": "10m",
-                      "remediationTemplate": {"apiVersion": REMEDIATION_API, "kind": "OvirtRemediationTemplate",
-                                              "name": "power-cycle"}}}
-    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([template, check]))
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(template))
+    _mhc(menv, "fence", bed.set_name, unhealthyConditions=CONDITIONS,
+         remediationTemplate={"apiVersion": REMEDIATION_API, "kind": "OvirtRemediationTemplate",
+                              "name": "power-cycle"})
 
 
 def _moments(wanted: dict[str, Any], timeout: float, why: Any) -> dict[str, float]:
@@ -552,7 +524,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         container = pod["status"]["containerStatuses"][0]["containerID"]
 
         def state() -> str:
-            return "\n".join([f"request: {json.dumps((_request_of(bed, machine) or {}).get('status'))}",
+            return "\n".join([f"request: {json.dumps((_remediation(bed.menv, machine) or {}).get('status'))}",
                               f"attached to {sampler.attached}, mounted on {sampler.mounted}",
                               cluster.kubectl("-n", namespace, "get", "pods", "-o", "wide").stdout,
                               cluster.kubectl("get", "nodes", *bed.guests, "-o", "wide").stdout,
@@ -562,38 +534,38 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         host = control.vm(vm_id)["host"]
         other_hosts = {control.vm(v)["host"] for n, v in bed.guests.items() if n != node}
         assert host not in other_hosts, "the two VMs share a host: the other node would be cut off too"
-        stops, starts = _stops_and_starts(bed)
+        stops, starts = _counts(bed.menv, vm_id)
         control.set_host_status(host, "non_responsive")
         cut = _moments({
-            "Node Unknown": lambda: _ready_status(_node_obj(cluster, node)) == "Unknown",
-            "request waits on the unknown VM": lambda: _condition(_request_of(bed, machine), "PowerOffConfirmed")
+            "Node Unknown": lambda: _ready(_node(bed.menv, node)) == "Unknown",
+            "request waits on the unknown VM": lambda: _condition(_remediation(bed.menv, machine), "PowerOffConfirmed")
             .get("reason") == "PowerStateUnknown",
         }, 180, state)
-        warnings = _events_of(bed, machine, "PowerStateUnknown")
+        warnings = _events(bed.menv, machine, "PowerStateUnknown")
         assert warnings and warnings[0]["type"] == "Warning" and "may still be running" in warnings[0]["message"]
         time.sleep(10)  # a while longer cut off: nothing may happen, so there is no moment to wait for
         assert vm_id in control.real_nodes()["cut_off"]
-        assert OUT_OF_SERVICE_TAINT_KEY not in {t["key"] for t in _node_obj(cluster, node)["spec"].get("taints", [])}
+        assert OUT_OF_SERVICE_TAINT_KEY not in {t["key"] for t in _node(bed.menv, node)["spec"].get("taints", [])}
         held = _pod_obj(cluster, namespace, "db-0")
         assert held["metadata"]["uid"] == pod["metadata"]["uid"] and not held["metadata"].get("deletionTimestamp")
         assert sampler.attached == [vm_id] and sampler.mounted == [node]
-        assert _stops_and_starts(bed) == (stops, starts)
+        assert _counts(bed.menv, vm_id) == (stops, starts)
 
         control.set_host_status(host, "up")
         host = ""
-        back = _moments({"Node Ready": lambda: _ready_status(_node_obj(cluster, node)) == "True",
-                         "request ended": lambda: _events_of(bed, machine, "NodeHealthy")}, 120, state)
+        back = _moments({"Node Ready": lambda: _ready(_node(bed.menv, node)) == "True",
+                         "request ended": lambda: _events(bed.menv, machine, "NodeHealthy")}, 120, state)
         assert wait_until(lambda: _pod_ready(_pod_obj(cluster, namespace, "db-0")), *WAIT), state()
         kept = _pod_obj(cluster, namespace, "db-0")
         assert kept["metadata"]["uid"] == pod["metadata"]["uid"] and kept["spec"]["nodeName"] == node
         (status,) = kept["status"]["containerStatuses"]
         assert status["containerID"] == container and status["restartCount"] == 0  # it ran all along
-        assert _stops_and_starts(bed) == (stops, starts)  # never power-cycled
+        assert _counts(bed.menv, vm_id) == (stops, starts)  # never power-cycled
         assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
         print(f"\n[figures] host not answering: Node Unknown after {cut['Node Unknown']:.1f} s, the request waiting "
               f"on the unknown VM after {cut['request waits on the unknown VM']:.1f} s; host back: Node Ready after "
               f"{back['Node Ready']:.1f} s, no power cycle, the pod never moved")
-        assert wait_until(lambda: _request_of(bed, machine) is None, *WAIT), state()  # the check deleted it
+        assert wait_until(lambda: _remediation(bed.menv, machine) is None, *WAIT), state()  # the check deleted it
 
         # 2. The VM crashes.
         requests_before = sum(control.counts().values())
@@ -609,7 +581,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         seen: set[str] = set()
 
         def detected() -> bool:
-            if _ready_status(_node_obj(cluster, node)) != "True":
+            if _ready(_node(bed.menv, node)) != "True":
                 seen.add("detected")
             return "detected" in seen
 
@@ -621,18 +593,18 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
 
         steps = _moments({
             "detected (Node not Ready)": detected,
-            "request opened": lambda: _request_of(bed, machine) is not None,
-            "power-off confirmed": lambda: _events_of(bed, machine, "PowerOffConfirmed"),
+            "request opened": lambda: _remediation(bed.menv, machine) is not None,
+            "power-off confirmed": lambda: _events(bed.menv, machine, "PowerOffConfirmed"),
             "disk detached": lambda: vm_id not in sampler.attached,
             "pod Running with its data": pod_back,
             "VM powered on": lambda: once("on", control.vm(vm_id)["status"] == "up"),
             # The health check deletes the request once the Node is healthy, maybe before the request records
             # its success: the request gone with the Node Ready is the end.
-            "Node Ready again, request closed": lambda: once("back", _ready_status(_node_obj(cluster, node))
-                                                            == "True" and _request_of(bed, machine) is None),
+            "Node Ready again, request closed": lambda: once("back", _ready(_node(bed.menv, node))
+                                                            == "True" and _remediation(bed.menv, machine) is None),
         }, 600, state)
         requests = sum(control.counts().values()) - requests_before
-        assert _stops_and_starts(bed) == (stops, starts + 1)  # crashed: already down, so only a start
+        assert _counts(bed.menv, vm_id) == (stops, starts + 1)  # crashed: already down, so only a start
         assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
         assert _volume(bed, namespace) == (pv_name, disk_id)  # the same claim and disk
         assert sampler.attached == [bed.guests[moved["node"]]]
@@ -670,11 +642,6 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
     menv = bed.menv
     sc = f"ovirt-csi-{uuid.uuid4().hex[:5]}"
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_sample_class(sc)))
-    conditions = [{"type": "Ready", "status": status, "timeout": MHC_TIMEOUT} for status in ("Unknown", "False")]
-    check = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
-             "metadata": {"name": "replace", "namespace": menv.namespace},
-             "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": bed.set_name}},
-                      "unhealthyConditions": conditions, "nodeStartupTimeout": "10m"}}
     sampler: _Exclusive | None = None
     cordoned: list[str] = []
     try:
@@ -688,7 +655,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
         for other in cordoned:
             cluster.kubectl("cordon", other)
         pv_name, disk_id = _volume(bed, namespace)
-        cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(check))
+        _mhc(menv, "replace", bed.set_name, unhealthyConditions=CONDITIONS)  # default remediation: deletion
         sampler = _Exclusive(bed, disk_id, pv_name)
         sampler.start()
         assert wait_until(lambda: sampler.samples > 0 and sampler.mounted == [node], *WAIT), sampler.mounted
@@ -717,7 +684,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
 
         control.crash_vm(vm_id)
         steps = _moments({
-            "detected (Node not Ready)": lambda: _ready_status(_node_obj(cluster, node)) != "True",
+            "detected (Node not Ready)": lambda: _ready(_node(bed.menv, node)) != "True",
             "Machine deleted by the health check": lambda: menv.machine(victim["metadata"]["name"]) is None,
             "disk detached from the dead VM": lambda: vm_id not in sampler.attached,
             "VM removed": lambda: _vm_gone(conn, vm_id),
@@ -732,7 +699,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
         assert sampler.attached == [replacement["vm"]] and sampler.mounted == [replacement["node"]]
         assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
         assert _volume(bed, namespace) == (pv_name, disk_id)
-        assert _events_of(bed, victim["metadata"]["name"], "MachineDeleted")  # the health check's remediation
+        assert _events(bed.menv, victim["metadata"]["name"], "MachineDeleted")  # the health check's remediation
         print("\n[figures] replacement with storage, from the VM crash: "
               + ", ".join(f"{step} {steps[step]:.1f} s" for step in sorted(steps, key=steps.get)))
     finally:

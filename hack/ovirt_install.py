@@ -63,14 +63,23 @@ def sample(name: str) -> dict[str, Any]:
     return yaml.safe_load((SAMPLES / name).read_text())
 
 
-def machineset_for(inst: Installation, namespace: str | None = None) -> dict[str, Any]:
-    """The installer-shaped sample MachineSet, pointed at this installation's cluster and template."""
+def machineset_for(inst: Installation, namespace: str | None = None, name: str | None = None,
+                   node_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """The installer-shaped sample MachineSet, pointed at this installation's cluster and template; under another
+    `name` if given (its selector and template follow), and with `node_labels` for its Machines' Nodes (nodelink
+    copies them)."""
     ms = copy.deepcopy(sample("machineset.yaml"))
     value = ms["spec"]["template"]["spec"]["providerSpec"]["value"]
     value["cluster_id"] = inst.cluster_id
     value["template_name"] = inst.template_name
     if namespace:
         ms["metadata"]["namespace"] = namespace
+    if name:
+        ms["metadata"]["name"] = name
+        for where in (ms["spec"]["selector"]["matchLabels"], ms["spec"]["template"]["metadata"]["labels"]):
+            where["machine.openshift.io/cluster-api-machineset"] = name
+    if node_labels:
+        ms["spec"]["template"]["spec"].setdefault("metadata", {}).setdefault("labels", {}).update(node_labels)
     return ms
 
 

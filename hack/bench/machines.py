@@ -249,12 +249,9 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
                    steady_s: float) -> dict:
     """Scale a MachineSet 0 -> n -> 0 with `kubectl scale`, and count the oVirt requests of a steady state with n
     Running Machines (what the cluster costs the engine when nothing happens)."""
-    ms = ovirt_install.machineset_for(inst, NS)
-    ms["metadata"]["name"] = f"bench-set-{n}"
+    ms = ovirt_install.machineset_for(inst, NS, f"bench-set-{n}")
     ms["spec"]["replicas"] = 0
-    ms["spec"]["selector"]["matchLabels"]["machine.openshift.io/cluster-api-machineset"] = ms["metadata"]["name"]
     tpl = ms["spec"]["template"]
-    tpl["metadata"]["labels"]["machine.openshift.io/cluster-api-machineset"] = ms["metadata"]["name"]
     tpl["metadata"]["labels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID
     ms["metadata"]["labels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID
     ms["spec"]["selector"]["matchLabels"]["machine.openshift.io/cluster-api-cluster"] = INFRA_ID

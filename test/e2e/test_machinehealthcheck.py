@@ -28,13 +28,8 @@ CONDITIONS = [{"type": "Ready", "status": "Unknown", "timeout": "5s"},
 def _machineset(menv, name: str, replicas: int, node_labels: dict[str, str] | None = None, **value) -> None:
     """A MachineSet of the installer's shape; `node_labels` go to its Machines' Nodes (nodelink), `value` into the
     provider spec."""
-    ms = ovirt_install.machineset_for(menv.inst, menv.namespace)
-    ms["metadata"]["name"] = name
+    ms = ovirt_install.machineset_for(menv.inst, menv.namespace, name, node_labels)
     ms["spec"]["replicas"] = replicas
-    for where in (ms["spec"]["selector"]["matchLabels"], ms["spec"]["template"]["metadata"]["labels"]):
-        where["machine.openshift.io/cluster-api-machineset"] = name
-    if node_labels:
-        ms["spec"]["template"]["spec"].setdefault("metadata", {}).setdefault("labels", {}).update(node_labels)
     ms["spec"]["template"]["spec"]["providerSpec"]["value"].update(value)
     menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
 

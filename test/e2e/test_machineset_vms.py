@@ -57,12 +57,9 @@ class Scaler:
 
 
 def _machineset(menv, name: str, replicas: int, delete_policy: str = "Oldest") -> dict:
-    ms = ovirt_install.machineset_for(menv.inst, menv.namespace)
-    ms["metadata"]["name"] = name
+    ms = ovirt_install.machineset_for(menv.inst, menv.namespace, name)
     ms["spec"]["replicas"] = replicas
     ms["spec"]["deletePolicy"] = delete_policy
-    ms["spec"]["selector"]["matchLabels"]["machine.openshift.io/cluster-api-machineset"] = name
-    ms["spec"]["template"]["metadata"]["labels"]["machine.openshift.io/cluster-api-machineset"] = name
     return ms
 
 

@@ -243,11 +243,8 @@ def test_node_that_never_returns_is_escalated_to_replacement(renv):
     control = menv.sim.control
     menv.controller()
     ms_name = unique_name("fencems")
-    ms = ovirt_install.machineset_for(menv.inst, menv.namespace)
-    ms["metadata"]["name"] = ms_name
+    ms = ovirt_install.machineset_for(menv.inst, menv.namespace, ms_name)
     ms["spec"]["replicas"] = 1
-    for where in (ms["spec"]["selector"]["matchLabels"], ms["spec"]["template"]["metadata"]["labels"]):
-        where["machine.openshift.io/cluster-api-machineset"] = ms_name
     menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
 
     def machines() -> list[dict]:

@@ -325,6 +325,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             # (online expansion) only at its pod's next sync, which the tests wait for. A few pods per node make
             # the extra syncs cheap.
             "syncFrequency": "10s",
+            # The Lease is renewed every 2.5 s (a quarter of its duration; by default every 10 s) and the status
+            # looked at every 2 s (default 10 s): a plane with a short node-monitor-grace-period (the demo's,
+            # hack/demo.py) sees a dead kubelet within seconds without taking a live one for dead, and a Node is
+            # Ready again seconds after its kubelet answers. The status is still posted only when it changed or
+            # every 5 min (the report frequency would follow the update frequency if left unset).
+            "nodeLeaseDurationSeconds": 10,
+            "nodeStatusUpdateFrequency": "2s",
+            "nodeStatusReportFrequency": "5m",
             # FlexVolume drivers: the directory the plane's controller-manager and real nodes share
             # (host_python.py).
             "volumePluginDir": str(volume_plugin_dir(self.plane.dir)),

@@ -4,17 +4,14 @@ and `config/storage` applied to the local control plane, whose nodes are real gu
 kubelets and containerd in VMs' stead, hack/ovirtsim/real_guests.py). Each guest sees its VM id as SMBIOS UUID and
 its attached disks under /dev/disk/by-id (hack/controlplane/guest_view.py), as an oVirt VM does.
 
-What the test bed changes in the shipped manifests, and why: `imagePullPolicy: Never` (no registry is reachable;
-the images are imported from hack/images' archives); the pods other than the CSI node DaemonSet's are kept on this
-module's real nodes (the session's simulated guests post Nodes too, but they have no kubelet to run a pod); and the
-FlexVolume installer writes into the plugin directory this plane's kubelets and controller-manager share
+What the test bed changes in the shipped manifests, and why, is in hack/csi_bed.py; for FlexVolume, the installer
+writes into the plugin directory this plane's kubelets and controller-manager share
 (hack/controlplane/host_python.py) instead of /usr/libexec's, as an overlay for OpenShift names its own.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.request
 import uuid
@@ -23,13 +20,13 @@ from typing import Any, Iterator
 
 import pytest
 import yaml
-import ovirtsdk4 as sdk
 
 from api.remediation import API_VERSION as REMEDIATION_API
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
-from hack import images
+from hack import csi_bed
 from hack.controlplane.host_python import volume_plugin_dir
-from hack.images import go_programs, product
+from hack.csi_bed import CHECK, DRIVER, WRITER, absent, attached_to, disk_gone, on_nodes
+from hack.images import product
 from machine_controller.runtime.testing import wait_until
 from machine_controller.storage.flexvolume import CONF_NAME, VOLUME_ID
 from machine_controller.storage.flexvolume import DRIVER as FLEX_DRIVER
@@ -43,27 +40,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800), pytest.mark.long_modul
 
 REPO = Path(__file__).resolve().parents[2]
 NS = "openshift-machine-api"
-DRIVER = "csi.ovirt.org"
 PREFIX = "e2e-csireal-"
 WAIT = (120.0, 0.3)
+# The classes' filesystem: this machine's kernel refuses ext4's online resize ioctl even to root
+# (docs/storage.md#csi-sanity), and a claim is grown online.
+FSTYPE = "xfs"
 BED_LABEL = "e2e.ovirt.org/csi-real-bed"  # on the Nodes of the bed's Machines, a replacement's too (nodelink)
-
-
-def _on_nodes(names: list[str]) -> dict:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(names)}]}]}}}
-
-
-def _shipped(cluster, nodes: list[str]) -> list[dict[str, Any]]:
-    """config/storage/csi as kustomize builds it, with the changes the offline test bed needs (module docstring)."""
-    docs = list(yaml.safe_load_all(cluster.kubectl("kustomize", str(REPO / "config/storage/csi")).stdout))
-    for doc in docs:
-        if doc["kind"] in ("Deployment", "DaemonSet"):
-            for c in doc["spec"]["template"]["spec"]["containers"]:
-                c["imagePullPolicy"] = "Never"
-        if doc["kind"] == "Deployment":
-            doc["spec"]["template"]["spec"]["affinity"] = _on_nodes(nodes)
-    return docs
 
 
 def _real_node_ready(cluster, name: str) -> dict | None:
@@ -109,8 +91,7 @@ def bed(cluster, ovirt, real_node_images, kube_proxy, tmp_path_factory) -> Itera
     controller, health checks and fencing included), and config/storage/csi applied to them. kube-proxy runs
     first: the sidecars reach the API server through the `kubernetes` Service from their start (without it they
     crash and back off, which held the first claim for half a minute)."""
-    archives = [*real_node_images, images.archive(product.NAME), *(images.archive(i.name) for i in go_programs.IMAGES)]
-    ovirt.control.real_guests(cluster.plane.dir, archives, vms=[f"{PREFIX}*"])
+    ovirt.control.real_guests(cluster.plane.dir, csi_bed.archives(), vms=[f"{PREFIX}*"])
     cluster.apply_crds()
     namespace = f"{PREFIX}{uuid.uuid4().hex[:5]}"
     cluster.ensure_namespace(namespace)
@@ -127,7 +108,7 @@ def bed(cluster, ovirt, real_node_images, kube_proxy, tmp_path_factory) -> Itera
             f"real Nodes of {set_name}: {ovirt.control.real_nodes()}\n{menv.controller_logs()}"
         machines = _running_on_real_nodes(menv, set_name, 2)
         guests = {m["status"]["nodeRef"]["name"]: m["metadata"]["annotations"]["VmId"] for m in machines}
-        docs = _shipped(cluster, list(guests))
+        docs = csi_bed.shipped(cluster.kubectl("kustomize", str(csi_bed.CSI_CONFIG)).stdout, BED_LABEL, set_name)
         cluster.ensure_namespace(NS)
         started = time.monotonic()
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
@@ -174,72 +155,16 @@ def test_each_real_node_registers_the_driver_with_its_kubelet(bed):
         assert "[+]csi-probe ok" in body and "[+]kubelet-registration ok" in body, body
 
 
-def _attached_to(conn, vm_ids, disk_id: str) -> list[str]:
-    """The VMs among `vm_ids` that the disk is attached to (a VM removed meanwhile has none)."""
-    attached = []
-    for vm_id in vm_ids:
-        try:
-            attachments = conn.system_service().vms_service().vm_service(vm_id).disk_attachments_service().list()
-        except sdk.NotFoundError:
-            continue
-        if any(a.id == disk_id for a in attachments):
-            attached.append(vm_id)
-    return attached
-
-
-def _absent(service) -> bool:
-    """Whether the engine answers 404 for the object of an SDK service (a VM's, a disk's)."""
-    try:
-        service.get()
-    except sdk.NotFoundError:
-        return True
-    return False
-
-
-def _disk_gone(conn, disk_id: str) -> bool:
-    return _absent(conn.system_service().disks_service().disk_service(disk_id))
-
-
 def _exec(cluster, ns: str, pod: str, script: str) -> str:
     return cluster.kubectl("-n", ns, "exec", pod, "--", "sh", "-c", script).stdout
-
-
-def _sample_class(name: str) -> dict:
-    """config/storage/samples/storageclass-csi.yaml under a name of this test, with xfs: this machine's kernel
-    refuses ext4's online resize ioctl even to root (docs/storage.md#csi-sanity), and the claim is grown online."""
-    sc = yaml.safe_load((REPO / "config/storage/samples/storageclass-csi.yaml").read_text())
-    sc["metadata"]["name"] = name
-    sc["parameters"]["csi.storage.k8s.io/fstype"] = "xfs"
-    return sc
-
-
-# The pod writes its data once and keeps it: a file of random bytes and its checksum, checked on every start.
-_WRITER = ("test -f /data/file || { head -c 1048576 /dev/urandom > /data/file && "
-           "sha256sum /data/file > /data/file.sha256; }; sha256sum -c /data/file.sha256 && exec sleep 2147483647")
-
-
-def _db(bed: Bed, sc: str) -> dict:
-    """A StatefulSet of one pod on a node of the bed's Machines, with a claim of the class `sc` that holds the pod's
-    data."""
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {
-        "serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
-        "template": {"metadata": {"labels": {"app": "db"}}, "spec": {
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [{"key": BED_LABEL, "operator": "In", "values": [bed.set_name]}]}]}}},
-            "terminationGracePeriodSeconds": 1, "securityContext": {"fsGroup": 65532},
-            "containers": [{"name": "db", "image": product.TAG, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", _WRITER],
-                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
-        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
-            "accessModes": ["ReadWriteOnce"], "storageClassName": sc,
-            "resources": {"requests": {"storage": "1Gi"}}}}]}}
 
 
 def _start_db(bed: Bed, namespace: str, sc: str) -> float:
     """The StatefulSet `db` created with a new claim; the seconds until its pod is Ready."""
     cluster = bed.cluster
     started = time.monotonic()
-    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(_db(bed, sc)))
+    db = csi_bed.statefulset(BED_LABEL, bed.set_name, sc)
+    cluster.kubectl("-n", namespace, "apply", "-f", "-", input=json.dumps(db))
     # The StatefulSet controller creates the pod a moment later; `wait --for=condition` on a pod not yet
     # created fails at once with NotFound.
     cluster.kubectl("-n", namespace, "wait", "--for=create", "pod/db-0", "--timeout=60s")
@@ -260,7 +185,7 @@ def _volume(bed: Bed, namespace: str) -> tuple[str, str]:
 def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_proxy, namespace):
     cluster, conn = bed.cluster, bed.conn
     sc = f"ovirt-csi-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_sample_class(sc)))
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(csi_bed.sample_class(sc, FSTYPE)))
     try:
         pod_start = _start_db(bed, namespace, sc)
         print(f"\nStatefulSet pod Ready with a new volume {pod_start:.1f} s after its creation")
@@ -269,10 +194,10 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
         node = pod["spec"]["nodeName"]
         _, disk_id = _volume(bed, namespace)
         # The disk is attached to the VM of the pod's node, and to no other.
-        assert _attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[node]]
+        assert attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[node]]
         # Staged, formatted (xfs, as the class asks) and mounted: the pod's file and checksum are on it.
         assert _exec(cluster, namespace, "db-0", "stat -f -c %T /data").strip() == "xfs"
-        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         before = int(_exec(cluster, namespace, "db-0", "df -B1 --output=size /data | tail -1"))
 
         # Online expansion: the engine's disk grows, the guest sees a bigger device, the pod a bigger filesystem.
@@ -284,13 +209,13 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
             cluster.kubectl("-n", namespace, "describe", "pvc", "data-db-0").stdout
         print(f"\nthe pod's filesystem grown {time.monotonic() - grown:.1f} s after the claim")
         assert conn.system_service().disks_service().disk_service(disk_id).get().provisioned_size == 2 * 2**30
-        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
 
         # The pod and the claim deleted: the disk is detached from the VM and removed from the engine.
         cluster.kubectl("-n", namespace, "delete", "statefulset", "db", "--wait=true", "--timeout=120s")
         cluster.kubectl("-n", namespace, "delete", "pvc", "data-db-0", "--wait=true", "--timeout=120s")
-        assert wait_until(lambda: _disk_gone(conn, disk_id), 120, 1.0), f"disk {disk_id} still in the engine"
+        assert wait_until(lambda: disk_gone(conn, disk_id), 120, 1.0), f"disk {disk_id} still in the engine"
     finally:
         cluster.kubectl("-n", namespace, "delete", "statefulset", "db", "--wait=true", "--timeout=120s", check=False)
         cluster.kubectl("-n", namespace, "delete", "pvc", "--all", "--wait=false", check=False)
@@ -312,7 +237,7 @@ def _flexvolume_shipped(cluster, plugin_dir: Path, nodes: list[str]) -> list[dic
         if doc["kind"] not in ("Deployment", "DaemonSet"):
             continue
         spec = doc["spec"]["template"]["spec"]
-        spec["affinity"] = _on_nodes(nodes)
+        spec["affinity"] = on_nodes(nodes)
         for c in spec["containers"]:
             c["imagePullPolicy"] = "Never"
             for env in c.get("env", []):
@@ -356,10 +281,10 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
         claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"}, "spec": {
             "accessModes": ["ReadWriteOnce"], "storageClassName": sc, "resources": {"requests": {"storage": "1Gi"}}}}
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"}, "spec": {
-            "affinity": _on_nodes(nodes[:1]), "terminationGracePeriodSeconds": 1,
+            "affinity": on_nodes(nodes[:1]), "terminationGracePeriodSeconds": 1,
             "securityContext": {"fsGroup": 65532},
             "containers": [{"name": "db", "image": product.TAG, "imagePullPolicy": "Never",
-                            "command": ["sh", "-c", _WRITER],
+                            "command": ["sh", "-c", WRITER],
                             "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}
         started = time.monotonic()
@@ -376,16 +301,16 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
         disk_id = pv["spec"]["flexVolume"]["options"][VOLUME_ID]
         # Attached by the controller-manager to the VM of the pod's node and to no other; formatted as the class
         # says; the pod's file and checksum on it.
-        assert _attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[nodes[0]]]
+        assert attached_to(conn, bed.guests.values(), disk_id) == [bed.guests[nodes[0]]]
         assert _exec(cluster, namespace, "db", "stat -f -c %T /data").strip() == "ext2/ext3"
-        assert "file: OK" in _exec(cluster, namespace, "db", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db", CHECK)
 
         # The pod gone: the kubelet unmounts, the controller-manager detaches; the claim gone: the disk is removed.
         cluster.kubectl("-n", namespace, "delete", "pod", "db", "--wait=true", "--timeout=120s")
-        assert wait_until(lambda: not _attached_to(conn, bed.guests.values(), disk_id), 120, 1.0), \
+        assert wait_until(lambda: not attached_to(conn, bed.guests.values(), disk_id), 120, 1.0), \
             f"disk {disk_id} still attached"
         cluster.kubectl("-n", namespace, "delete", "pvc", "data", "--wait=true", "--timeout=120s")
-        assert wait_until(lambda: _disk_gone(conn, disk_id), 120, 1.0), f"disk {disk_id} still in the engine"
+        assert wait_until(lambda: disk_gone(conn, disk_id), 120, 1.0), f"disk {disk_id} still in the engine"
     finally:
         cluster.kubectl("-n", namespace, "delete", "pod", "db", "--wait=true", "--timeout=120s", check=False)
         cluster.kubectl("-n", namespace, "delete", "pvc", "--all", "--wait=false", check=False)
@@ -398,58 +323,6 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
 
 # Ready Unknown or False for 10 s: the health checks' conditions.
 CONDITIONS = [{"type": "Ready", "status": status, "timeout": "10s"} for status in ("Unknown", "False")]
-
-
-def _kubelet_mount_tables() -> dict[str, str]:
-    """Each running real node's mount table (its kubelet's mount namespace, the guest's view), by Node name. A
-    frozen kubelet's is read all the same; a stopped node has none."""
-    tables: dict[str, str] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            if Path(argv[0]).name != "kubelet":
-                continue
-            name = next(a.partition("=")[2] for a in argv if a.startswith("--hostname-override="))
-            tables[name] = (proc / "mountinfo").read_text()
-        except (OSError, StopIteration):
-            continue  # gone meanwhile, or not a node's kubelet
-    return tables
-
-
-class _Exclusive(threading.Thread):
-    """Samples, twice a second until stopped, which VMs of the bed's MachineSet (a replacement's too) the disk is
-    attached to (the engine's view) and which real nodes have the PV mounted (their mount tables): the disk must
-    never be attached to two VMs nor mounted on two nodes at one moment."""
-
-    def __init__(self, bed: Bed, disk_id: str, pv_name: str) -> None:
-        super().__init__(name="exclusive-sampler", daemon=True)
-        self._conn = bed.sim.connection()  # its own: an SDK connection is not shared between threads
-        self._set, self._disk_id, self._pv = bed.set_name, disk_id, pv_name
-        self._halt = threading.Event()
-        self.samples = 0
-        self.most_attached = self.most_mounted = 0
-        self.attached: list[str] = []  # the last sample's
-        self.mounted: list[str] = []
-
-    def run(self) -> None:
-        try:
-            while not self._halt.wait(0.5):
-                vms = self._conn.system_service().vms_service().list(search=f"name={self._set}-*")
-                attached = _attached_to(self._conn, [vm.id for vm in vms], self._disk_id)
-                mounted = sorted(n for n, t in _kubelet_mount_tables().items() if f"/{self._pv}/" in t)
-                self.attached, self.mounted = attached, mounted
-                self.most_attached = max(self.most_attached, len(attached))
-                self.most_mounted = max(self.most_mounted, len(mounted))
-                self.samples += 1
-        finally:
-            self._conn.close()
-
-    def stop(self) -> "_Exclusive":
-        self._halt.set()
-        self.join(timeout=30)
-        return self
 
 
 def _pod_obj(cluster, namespace: str, name: str) -> dict | None:
@@ -508,9 +381,9 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
     Throughout, the disk is never attached to two VMs nor mounted on two nodes."""
     cluster, control = bed.cluster, bed.sim.control
     sc = f"ovirt-csi-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_sample_class(sc)))
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(csi_bed.sample_class(sc, FSTYPE)))
     _power_cycling_health_check(bed)
-    sampler: _Exclusive | None = None
+    sampler: csi_bed.Exclusive | None = None
     host = ""
     try:
         pod_start = _start_db(bed, namespace, sc)
@@ -518,7 +391,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         node = pod["spec"]["nodeName"]
         vm_id, machine = bed.guests[node], bed.machines[node]
         pv_name, disk_id = _volume(bed, namespace)
-        sampler = _Exclusive(bed, disk_id, pv_name)
+        sampler = csi_bed.Exclusive(bed.sim.connection(), f"name={bed.set_name}-*", disk_id, pv_name)
         sampler.start()
         assert wait_until(lambda: sampler.samples > 0 and sampler.mounted == [node], *WAIT), sampler.mounted
         container = pod["status"]["containerStatuses"][0]["containerID"]
@@ -563,7 +436,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         (status,) = kept["status"]["containerStatuses"]
         assert status["containerID"] == container and status["restartCount"] == 0  # it ran all along
         assert _counts(bed.menv, vm_id) == (stops, starts)  # never power-cycled
-        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         print(f"\n[figures] host not answering: Node Unknown after {cut['Node Unknown']:.1f} s, the request waiting "
               f"on the unknown VM after {cut['request waits on the unknown VM']:.1f} s; host back: Node Ready after "
               f"{back['Node Ready']:.1f} s, no power cycle, the pod never moved")
@@ -606,7 +479,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         }, 600, state)
         requests = sum(control.counts().values()) - requests_before
         assert _counts(bed.menv, vm_id) == (stops, starts + 1)  # crashed: already down, so only a start
-        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         assert _volume(bed, namespace) == (pv_name, disk_id)  # the same claim and disk
         assert sampler.attached == [bed.guests[moved["node"]]]
         order = sorted(steps, key=steps.get)
@@ -631,7 +504,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
 
 
 def _vm_gone(conn, vm_id: str) -> bool:
-    return _absent(conn.system_service().vms_service().vm_service(vm_id))
+    return absent(conn.system_service().vms_service().vm_service(vm_id))
 
 
 def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed, kube_proxy, namespace):
@@ -642,8 +515,8 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
     cluster, control, conn = bed.cluster, bed.sim.control, bed.conn
     menv = bed.menv
     sc = f"ovirt-csi-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(_sample_class(sc)))
-    sampler: _Exclusive | None = None
+    cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(csi_bed.sample_class(sc, FSTYPE)))
+    sampler: csi_bed.Exclusive | None = None
     cordoned: list[str] = []
     try:
         _start_db(bed, namespace, sc)
@@ -657,7 +530,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
             cluster.kubectl("cordon", other)
         pv_name, disk_id = _volume(bed, namespace)
         _mhc(menv, "replace", bed.set_name, unhealthyConditions=CONDITIONS)  # default remediation: deletion
-        sampler = _Exclusive(bed, disk_id, pv_name)
+        sampler = csi_bed.Exclusive(bed.sim.connection(), f"name={bed.set_name}-*", disk_id, pv_name)
         sampler.start()
         assert wait_until(lambda: sampler.samples > 0 and sampler.mounted == [node], *WAIT), sampler.mounted
         replacement: dict[str, str] = {}
@@ -694,11 +567,11 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
         }, 600, state)
         # The engine removes a VM with the disks still attached to it: the disk's survival shows that the
         # Machine's deletion detached it before it removed the VM.
-        assert not _disk_gone(conn, disk_id), "the disk went with the VM"
+        assert not disk_gone(conn, disk_id), "the disk went with the VM"
         back = _pod_obj(cluster, namespace, "db-0")
         assert back["spec"]["nodeName"] == replacement["node"]
         assert sampler.attached == [replacement["vm"]] and sampler.mounted == [replacement["node"]]
-        assert "file: OK" in _exec(cluster, namespace, "db-0", "cd / && sha256sum -c /data/file.sha256")
+        assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         assert _volume(bed, namespace) == (pv_name, disk_id)
         assert _events(bed.menv, victim["metadata"]["name"], "MachineDeleted")  # the health check's remediation
         print("\n[figures] replacement with storage, from the VM crash: "

@@ -10,7 +10,8 @@ PYTEST_WORKERS ?= 3
 .PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images bench-deps
 .PHONY: crds check-crds lint clean
 
-demo: venv kube-binaries
+# The failover scene runs real nodes: they import the images (hack/images, built once and cached).
+demo: venv kube-binaries images
 	$(PY) -m hack.demo
 
 test: venv kube-binaries mao-binaries csi-tools promtool java-client images

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
+from hack.demo_failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
 from hack.demo_fencing import fencing_scene
 from hack.demo_storage import storage_scene
 from hack.controlplane.build import Binaries
@@ -43,7 +45,7 @@ class Kubectl:
 
     def __call__(self, *args: str, show: bool = True, input: str | None = None) -> str:
         if show:
-            print("$ kubectl " + " ".join(args), flush=True)
+            print("$ kubectl " + shlex.join(args), flush=True)
         out = subprocess.run([*self._base, *args], check=True, capture_output=True, text=True, input=input).stdout
         if show and out.strip():
             print(out.rstrip(), flush=True)
@@ -74,7 +76,7 @@ def watch_until(kubectl: Kubectl, done, what: str, timeout: float = 180.0) -> No
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="omc-demo-"))
-    plane = LocalControlPlane()
+    plane = LocalControlPlane(controller_manager_args=PLANE_ARGS)  # the failover scene's short grace period
     _say("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)")
     plane.up()
     controller = None
@@ -89,7 +91,7 @@ def main() -> int:
                          "ovirtremediations.remediation.ovirt.org", "ovirtremediationtemplates.remediation.ovirt.org")
 
         _say("Starting the oVirt engine simulator (HTTPS; its guests join the cluster as RHCOS nodes would)")
-        with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), tls=True) as sim:
+        with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), tls=True, timings=SIM_TIMINGS) as sim:
             print(f"engine API: {sim.url} (started in {sim.startup_seconds:.2f}s)")
             conn = sim.connection()
             try:
@@ -98,7 +100,9 @@ def main() -> int:
                 conn.close()
             print(f"installer objects: tag {inst.infra_id!r}, affinity groups {list(inst.affinity_groups)}, "
                   f"template {inst.template_name!r} in cluster {inst.cluster_id}")
-            kubectl.apply(ovirt_install.credentials_secret(sim.url, sim.username, sim.password,
+            # The engine at the machine's address (pod_url): the CSI controller's pods on real nodes reach it too,
+            # where loopback would be the pod's own.
+            kubectl.apply(ovirt_install.credentials_secret(sim.pod_url, sim.username, sim.password,
                                                            ca_pem=Path(sim.ca_file).read_text()),
                           "ovirt-credentials.yaml  # the six keys of OpenShift's secret")
             kubectl("apply", "-f", str(REPO / "config" / "samples" / "worker-user-data.yaml"))
@@ -160,6 +164,7 @@ def main() -> int:
 
             fencing_scene(kubectl, sim, NAMESPACE, ms_name, _say)
             storage_scene(kubectl, sim, NAMESPACE, work / "storage", _say)
+            failover_scene(kubectl, sim, plane, inst, NAMESPACE, _say)
 
             _say("Summary")
             counts = sim.control.counts()
@@ -167,7 +172,9 @@ def main() -> int:
             nodes = kubectl("get", "nodes", "-o", "name", show=False).split()
             print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1; its crashed "
                   "worker power-cycled back by the health check; a 3Gi PVC became an oVirt disk, attached to a worker's VM by "
-                  "the FlexVolume driver and removed with its claim.")
+                  "the FlexVolume driver and removed with its claim; a StatefulSet pod on a CSI disk kept its data on "
+                  "real kubelets through a host that stopped answering, a crash fenced by a power cycle and a crash "
+                  "that replaced its Machine.")
             print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
                   f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
             print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "

@@ -490,6 +490,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
               f"pod start with a new volume {pod_start:.1f} s")
         # Kubernetes released the disk only after the VM was confirmed off.
         assert steps["power-off confirmed"] <= steps["disk detached"], steps
+        _assert_controller_replicas_apart(cluster)
     finally:
         if host:
             control.set_host_status(host, "up")
@@ -501,6 +502,16 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
         cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
     assert sampler.samples > 100 and sampler.most_attached == 1 and sampler.most_mounted == 1, \
         (sampler.samples, sampler.most_attached, sampler.most_mounted)
+
+
+def _assert_controller_replicas_apart(cluster) -> None:
+    """The CSI controller's scheduled replicas are on different nodes (config/storage/csi/controller.yaml's
+    anti-affinity): one node's failure never takes both, and with them every attach and detach."""
+    pods = json.loads(cluster.kubectl("-n", NS, "get", "pods", "-l", "app.kubernetes.io/name=ovirt-csi-controller",
+                                      "-o", "json").stdout)["items"]
+    nodes = [p["spec"]["nodeName"] for p in pods
+             if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+    assert len(nodes) == len(set(nodes)), nodes
 
 
 def _vm_gone(conn, vm_id: str) -> bool:
@@ -574,6 +585,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
         assert "file: OK" in _exec(cluster, namespace, "db-0", CHECK)
         assert _volume(bed, namespace) == (pv_name, disk_id)
         assert _events(bed.menv, victim["metadata"]["name"], "MachineDeleted")  # the health check's remediation
+        _assert_controller_replicas_apart(cluster)
         print("\n[figures] replacement with storage, from the VM crash: "
               + ", ".join(f"{step} {steps[step]:.1f} s" for step in sorted(steps, key=steps.get)))
     finally:

@@ -28,7 +28,9 @@ from kubernetes import client, config
 from api.remediation import API_VERSION as REMEDIATION_API
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from hack import csi_bed, ovirt_install
+from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.proxy import KubeProxy
+from hack.ovirtsim.testing import SimulatorHandle
 
 # kube-controller-manager marks a Node whose kubelet went silent Unknown after 10 s (default 50 s), looking every
 # 2 s (default 5 s). The real kubelets renew their Lease every 2.5 s (hack/controlplane/nodes.py), the simulated
@@ -61,7 +63,7 @@ class _Look:
 class _Scene:
     """What the scene watches: the set's Machines and VMs, the pod, its disk."""
     api: client.ApiClient
-    sim: object
+    sim: SimulatorHandle
     namespace: str
     set_name: str
     say: Callable[[str], None]
@@ -165,7 +167,8 @@ def _mhc(kubectl, namespace: str, name: str, set_name: str, **spec) -> None:
                   + ("power-cycle" if spec.get("remediationTemplate") else "delete the Machine"))
 
 
-def failover_scene(kubectl, sim, plane, inst, namespace: str, say: Callable[[str], None]) -> None:
+def failover_scene(kubectl, sim: SimulatorHandle, plane: LocalControlPlane, inst: ovirt_install.Installation,
+                   namespace: str, say: Callable[[str], None]) -> None:
     set_name = f"{inst.infra_id}-db"
     say("Failover with storage: a MachineSet of two workers whose VMs boot real kubelets (containerd, the "
         "product's images), with kube-proxy for their pods' Services")

@@ -65,7 +65,11 @@ class Progress:
     `problem` is set when the instance exists but the cloud refuses to move it on (for example no host can run
     it): the controller shows it as a Warning event and a condition, and keeps retrying. A deletion step with a
     problem and no `requeue_after` (the cloud cannot tell whether the instance is off, so nothing is sent to it)
-    is retried with the work queue's per-object backoff."""
+    is retried with the work queue's per-object backoff.
+
+    `provider_status`, from `provision`: what the Machine's `status.providerStatus` is to record of an instance it
+    does not record yet (its id, the first time it is known), written with the phase Provisioning in one status
+    write; None when there is nothing new to record (docs/architecture.md#from-a-machine-to-a-vm-and-back)."""
 
     done: bool
     requeue_after: float = 0.0
@@ -73,6 +77,7 @@ class Progress:
     instance_id: str | None = None
     instance_state: str | None = None
     problem: str | None = None
+    provider_status: dict | None = None
 
 
 @dataclass

@@ -108,11 +108,8 @@ class MachineReconciler:
 
     # --- provisioning ---------------------------------------------------------------------------------------
     def _provision(self, obj: dict, machine: Machine) -> Result | None:
-        if not machine.status.phase:
-            condition = false_condition(MachineConditionType.INSTANCE_EXISTS,
-                                        MachineConditionReason.INSTANCE_NOT_CREATED, ConditionSeverity.WARNING,
-                                        "Instance has not been created")
-            self._write_status(obj, machine, MachinePhase.PROVISIONING, conditions=[condition])
+        # The phase Provisioning is written after the first step, with what it tells (the new instance's id), in
+        # one status write (`_record_provisioning`); a step that fails writes it with its condition.
         try:
             progress = self._actuator.provision(machine)
         except InvalidMachineConfiguration as e:
@@ -127,11 +124,8 @@ class MachineReconciler:
         except ActuatorError as e:
             self._create_problem(obj, machine, str(e), event=False)
             raise
-        if not progress.done:  # a done step is recorded whole by `_refresh`, in one metadata write
-            self._record_instance(obj, machine, progress, passing=not progress.problem)
-        if progress.problem:
-            self._start_problem(obj, machine, progress.problem)
-        if not progress.done:
+        if not progress.done:  # a done step is recorded whole by `_refresh`: one metadata and one status write
+            self._record_provisioning(obj, machine, progress)
             log.info("provisioning", waiting_for=progress.waiting_for, instance_state=progress.instance_state)
             return Result(requeue_after=progress.requeue_after)
         self._events.normal(obj, "Created", f"Created Machine {machine.metadata.name}")
@@ -142,13 +136,37 @@ class MachineReconciler:
                                            MachineErrorReason.INVALID_CONFIGURATION).inc()
         self._fail(obj, machine, MachineErrorReason.INVALID_CONFIGURATION, message)
 
-    def _start_problem(self, obj: dict, machine: Machine, message: str) -> None:
-        """The instance exists but the cloud will not run it: a Warning event and `InstanceRunning=False`; the
-        start is retried with the actuator's backoff, and the Machine never fails for it."""
-        self._events.warning(obj, "FailedStart", message)
-        condition = false_condition(MachineConditionType.INSTANCE_RUNNING, MachineConditionReason.START_REFUSED,
-                                    ConditionSeverity.WARNING, message)
-        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
+    def _record_provisioning(self, obj: dict, machine: Machine, progress: Progress) -> None:
+        """What a provisioning step tells, in one status write, and only what is new: the phase Provisioning and
+        `InstanceExists` the first time (later, only a problem or the end of provisioning changes it: a Machine
+        told that the instance it named is not its own keeps saying so); the instance's id in `status.providerStatus` (`progress.provider_status`)
+        as soon as it is known, before the next step acts on it (the `VmId` annotation and providerID follow in
+        one metadata write when provisioning ends, `_refresh`); a refused start as a Warning event and
+        `InstanceRunning=False`, retried with the actuator's backoff, never failing the Machine. A state the
+        instance only passes through on its way up (image_locked, down, wait_for_launch, powering_up) is not
+        written: the phase says where the Machine is going, and each passing state would cost a write per
+        Machine (hack/bench/machines.py). docs/architecture.md#from-a-machine-to-a-vm-and-back."""
+        conditions = []
+        if not machine.status.phase and progress.instance_id:
+            conditions.append(true_condition(MachineConditionType.INSTANCE_EXISTS))
+        elif not machine.status.phase:
+            conditions.append(false_condition(MachineConditionType.INSTANCE_EXISTS,
+                                              MachineConditionReason.INSTANCE_NOT_CREATED, ConditionSeverity.WARNING,
+                                              "Instance has not been created"))
+        if progress.problem:
+            self._events.warning(obj, "FailedStart", progress.problem)
+            conditions.append(false_condition(MachineConditionType.INSTANCE_RUNNING,
+                                              MachineConditionReason.START_REFUSED, ConditionSeverity.WARNING,
+                                              progress.problem))
+        provider_status = None
+        if progress.provider_status:
+            provider_status = {**(machine.status.provider_status or {}), **progress.provider_status}
+        elif not conditions:
+            return  # a passing state of an instance already recorded: nothing new
+        # Guarded by resourceVersion when it records the instance, as the metadata write that recorded it was: a
+        # Machine changed meanwhile is looked at again first (docs/architecture.md#from-a-machine-to-a-vm-and-back).
+        self._write_status(obj, machine, MachinePhase.PROVISIONING, conditions=conditions,
+                           provider_status=provider_status, guarded=provider_status is not None)
 
     def _create_problem(self, obj: dict, machine: Machine, message: str, event: bool = True) -> None:
         """A Warning event and condition that say what blocks creation; the queue retries with backoff."""
@@ -184,16 +202,19 @@ class MachineReconciler:
             machine.metadata.resource_version = obj["metadata"]["resourceVersion"]
         condition = false_condition(MachineConditionType.INSTANCE_EXISTS, MachineConditionReason.INSTANCE_NOT_OWNED,
                                     ConditionSeverity.WARNING, message)
-        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition])
+        # What the status recorded of an instance (its id while provisioning) is dropped with the condition: the
+        # next look records the instance of the Machine's own name.
+        self._write_status(obj, machine, machine.status.phase or MachinePhase.PROVISIONING, conditions=[condition],
+                           drop_provider_status=True)
         return Result(requeue=True)
 
     def _record_instance(self, obj: dict, machine: Machine, progress: Progress, passing: bool = False) -> None:
-        """Pin the instance's identity on the Machine as soon as it is known: from then on it is found by id.
-        `passing`: the state is one the instance passes through on its way up (image_locked, down,
-        wait_for_launch, powering_up) or out (powering_down, down), written only with the id the first time: the
-        phase (Provisioning, Deleting) says where the Machine is going, and each passing state would cost a write
-        per Machine (a thousand Machines, three thousand writes: hack/bench/machines.py); the state is written
-        again when provisioning ends, or when either stalls (a refused start, a VM whose host does not answer)."""
+        """While deleting: pin the instance's identity on the Machine when it does not show it yet (a Machine
+        deleted before its provisioning ended shows it in its status only). `passing`: the state is one the
+        instance passes through on its way out (powering_down, down), written only with the id the first time:
+        the phase Deleting says where the Machine is going, and each passing state would cost a write per Machine
+        (hack/bench/machines.py); the state is written when the deletion stalls (a VM whose host does not
+        answer)."""
         if not progress.instance_id:
             return
         if passing and machine.metadata.annotations.get(keys.ANNOTATION_VM_ID) == progress.instance_id:
@@ -365,7 +386,8 @@ class MachineReconciler:
 
     def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: list = (), addresses=None,
                       provider_status: dict | None = None, error_reason: str | None = None,
-                      error_message: str | None = None) -> None:
+                      error_message: str | None = None, drop_provider_status: bool = False,
+                      guarded: bool = False) -> None:
         old = obj.get("status") or {}
         merged = machine.status.conditions
         stamp = now()
@@ -383,14 +405,18 @@ class MachineReconciler:
             status["addresses"] = addresses
         if provider_status is not None:
             status["providerStatus"] = provider_status
+        elif drop_provider_status:
+            status["providerStatus"] = None  # a merge patch's null removes the key
         changed = {k: v for k, v in status.items() if old.get(k) != v and not (v is None and k not in old)}
         if not changed:
             return
         changed["lastUpdated"] = format_time(stamp)
         meta = obj["metadata"]
+        patch: dict[str, Any] = {"status": changed}
+        if guarded:
+            patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         try:
-            updated = self._rest.merge_patch(MACHINES, meta["name"], {"status": changed}, meta["namespace"],
-                                             subresource="status")
+            updated = self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"], subresource="status")
         except Exception as e:
             _raise_write_outcome(e)
             raise

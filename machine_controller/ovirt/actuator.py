@@ -117,12 +117,21 @@ class _PollBackoff:
 
 
 def vm_id_of(machine: Machine) -> str | None:
-    """The VM id the Machine already knows, from the VmId annotation or the providerID; a value that is no engine
-    id names nothing (api/ids.py)."""
+    """The VM id the Machine already knows, from the VmId annotation, the id its status recorded while it was
+    provisioned (`status.providerStatus.instanceId`), or the providerID; a value that is no engine id names
+    nothing (api/ids.py)."""
     annotated = machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)
     if is_ovirt_id(annotated):
         return annotated
+    recorded = _status_vm_id(machine)
+    if recorded:
+        return recorded
     return vm_id_from_provider_id(machine.spec.provider_id)
+
+
+def _status_vm_id(machine: Machine) -> str | None:
+    recorded = (machine.status.provider_status or {}).get("instanceId")
+    return recorded if isinstance(recorded, str) and is_ovirt_id(recorded) else None
 
 
 class OvirtActuator:
@@ -250,13 +259,14 @@ class OvirtActuator:
         if early is not None:
             return early
         try:
-            return self._polls.plan("provision", machine.key, self._provision(machine, spec))
+            progress = self._provision(machine, spec)
         except NotYet as e:
-            return self._polls.plan("provision", machine.key, _next_list(machine, e, self._known_id(machine)))
+            progress = _next_list(machine, e, self._known_id(machine))
         except (NotFoundError, BadRequestError):
             # Something we kept (a template, a group) may be gone or recreated: look everything up again.
             self._lookups.forget()
             raise
+        return self._polls.plan("provision", machine.key, _to_record(machine, progress))
 
     def _provision(self, machine: Machine, spec: OvirtMachineProviderSpec) -> Progress:
         vm = self.find_vm(machine, may_defer=True, creating=True)
@@ -499,6 +509,19 @@ class OvirtActuator:
         return self._wait(vm, self._timing.stopping_s, "the VM to stop")
 
 
+def _to_record(machine: Machine, progress: Progress) -> Progress:
+    """`progress` with the providerStatus the Machine is to record when it does not record that VM yet (its id
+    the first time it is known, written by the controller with the phase Provisioning in one status write), or
+    when the VM's state is news (a refused start). A state the VM only passes through on its way up is not
+    written: the id is what later looks need (docs/architecture.md#from-a-machine-to-a-vm-and-back)."""
+    if progress.done or not progress.instance_id:
+        return progress
+    if vm_id_of(machine) == progress.instance_id and not progress.problem:
+        return progress
+    return replace(progress, provider_status=OvirtMachineProviderStatus(
+        instance_id=progress.instance_id, instance_state=progress.instance_state).to_dict())
+
+
 def _owned(machine: Machine, vm: types.Vm) -> types.Vm:
     """`vm`, found by an id the Machine knows, when it bears the Machine's name; else InstanceNotOwned naming the
     fields that pointed at it."""
@@ -507,6 +530,7 @@ def _owned(machine: Machine, vm: types.Vm) -> types.Vm:
         return vm
     fields = [f for f, value in ((f"metadata.annotations[{keys.ANNOTATION_VM_ID}]",
                                   machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)),
+                                 ("status.providerStatus.instanceId", _status_vm_id(machine)),
                                  ("spec.providerID", vm_id_from_provider_id(machine.spec.provider_id)))
               if value == vm.id]
     raise InstanceNotOwned(
@@ -533,7 +557,8 @@ def _next_list(machine: Machine, e: NotYet, vm_id: str | None) -> Progress:
     # The Machine's last action is newer than the cluster's recent list: looked at again with the next one.
     return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S, waiting_for="the next list of the VMs",
                     instance_id=vm_id,
-                    instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE))
+                    instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE)
+                    or (machine.status.provider_status or {}).get("instanceState"))
 
 
 def _gib(size: int) -> str:

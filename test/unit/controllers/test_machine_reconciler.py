@@ -103,11 +103,14 @@ ADDRESSES = [NodeAddress(type="InternalIP", address="10.0.0.5"), NodeAddress(typ
 UP = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=ADDRESSES, has_ip=True,
                     provider_status={"instanceId": VM, "instanceState": "up"})
 NO_IP_YET = InstanceStatus(instance_id=VM, state="up", provider_id=PID, addresses=[], has_ip=False)
+# What the provider records of an instance the Machine does not record yet (ovirt/actuator.py `_to_record`).
+RECORD_CLONING = {"instanceId": VM, "instanceState": "image_locked"}
 CLONING = Progress(done=False, requeue_after=7.0, waiting_for="disk copy", instance_id=VM,
-                   instance_state="image_locked")
+                   instance_state="image_locked", provider_status=RECORD_CLONING)
 STARTED = Progress(done=True, instance_id=VM, instance_state="up")
 NO_HOST = Progress(done=False, requeue_after=30.0, waiting_for="start", instance_id=VM, instance_state="down",
-                   problem="Cannot run VM. There is no host that satisfies current scheduling constraints.")
+                   problem="Cannot run VM. There is no host that satisfies current scheduling constraints.",
+                   provider_status={"instanceId": VM, "instanceState": "down"})
 POWERING_DOWN = Progress(done=False, instance_id=VM, instance_state="powering_down")
 GONE_FROM_CLOUD = Progress(done=True)
 # Another Machine's VM, named in a copied manifest (docs/architecture.md#acting-only-on-what-is-ours).
@@ -159,6 +162,7 @@ class Row:
     conditions: dict = field(default_factory=dict)  # type -> "Status" or "Status/Reason"
     no_conditions: tuple = ()
     annotations: dict = field(default_factory=dict)
+    provider_status: dict | None = None  # status.providerStatus, exactly; None: not checked
     finalizer: bool = True
     events: list = field(default_factory=list)  # (type, reason), in order, exactly
     calls: dict = field(default_factory=dict)  # actuator verb -> count, exactly (unlisted verbs: 0)
@@ -241,9 +245,12 @@ def _references_to_the_other_vm_dropped(w: World) -> None:
 
 
 def _own_writes_wake_nothing(w: World) -> None:
-    """The events of the pass's three writes (finalizer, Provisioning, instance id) are its own echoes; another
-    writer's change is not."""
+    """The pass writes twice, the finalizer and then Provisioning with the instance's id (the VmId annotation
+    comes with providerID when provisioning ends); the events of both are its own echoes, another writer's change
+    is not."""
+    assert w.api.writes(MACHINES) == [("PATCH", "machines", NAME), ("PATCH", "machines", f"{NAME}/status")]
     machine = w.machine()
+    assert keys.ANNOTATION_VM_ID not in machine["metadata"]["annotations"]
     assert w.reconciler.own_writes.is_echo(machine)
     assert not w.reconciler.own_writes.is_echo(machine)  # each echo is dropped once
     w.api.touch(MACHINES, NAME, NS, {"metadata": {"labels": {"team": "infra"}}})
@@ -275,6 +282,11 @@ def _drain_told(w: World) -> None:
 
 def _no_vm_id(w: World) -> None:
     assert keys.ANNOTATION_VM_ID not in w.machine()["metadata"]["annotations"]
+
+
+def _no_instance_recorded(w: World) -> None:
+    _no_vm_id(w)
+    assert "providerStatus" not in (w.machine().get("status") or {})
 
 
 def _pdb_named(w: World) -> None:
@@ -342,19 +354,22 @@ DRAINED = [cond("Drained"), cond("Drainable"), cond("InstanceExists"), cond("Ter
 
 ROWS = [
     # --- creation ---------------------------------------------------------------------------------------------
-    Row("a new Machine gets the finalizer, Provisioning and its first step in one pass", machine(finalizer=False),
-        [Result(requeue_after=7.0)], provision=[CLONING], phase="Provisioning",
-        conditions={"InstanceExists": "False/InstanceNotCreated"},
-        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+    Row("a new Machine gets the finalizer, its first step, and Provisioning with the instance id in one pass",
+        machine(finalizer=False), [Result(requeue_after=7.0)], provision=[CLONING], phase="Provisioning",
+        conditions={"InstanceExists": "True"}, provider_status=RECORD_CLONING,
         calls={"provision": 1}, check=_own_writes_wake_nothing),
-    Row("never reconciled -> Provisioning, InstanceExists=False, then the first step", machine(),
-        [Result(requeue_after=7.0)], provision=[CLONING],
-        phase="Provisioning", conditions={"InstanceExists": "False/InstanceNotCreated", "Drainable": "True",
-                                          "Terminable": "True"}, calls={"provision": 1}),
+    Row("never reconciled -> the first step, then Provisioning, InstanceExists=True, the id: one status write",
+        machine(), [Result(requeue_after=7.0)], provision=[CLONING],
+        phase="Provisioning", conditions={"InstanceExists": "True", "Drainable": "True", "Terminable": "True"},
+        provider_status=RECORD_CLONING, calls={"provision": 1}, check=_one_status_write),
+    Row("never reconciled, no instance yet -> Provisioning, InstanceExists=False",
+        machine(), [Result(requeue_after=1.0)],
+        provision=[Progress(done=False, requeue_after=1.0, waiting_for="the next list of the VMs")],
+        phase="Provisioning", conditions={"InstanceExists": "False/InstanceNotCreated"}, calls={"provision": 1},
+        check=_one_status_write),
     Row("provisioning in progress: requeue as the actuator says, instance id recorded", machine("Provisioning"),
-        [Result(requeue_after=7.0)], provision=[CLONING],
-        phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
-        calls={"provision": 1}),
+        [Result(requeue_after=7.0)], provision=[CLONING], phase="Provisioning", provider_status=RECORD_CLONING,
+        calls={"provision": 1}, check=_one_status_write),
     Row("instance runs, no Node yet -> Provisioned, polled every 30 s", machine("Provisioning"),
         [Result(requeue_after=30.0)], provision=[STARTED], status=[UP],
         phase="Provisioned", conditions={"InstanceExists": "True"},
@@ -367,6 +382,10 @@ ROWS = [
         provision=[Progress(done=False, requeue_after=1.0, instance_id=VM, instance_state="wait_for_launch")],
         phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
         calls={"provision": 1}, check=_writes_nothing),
+    Row("a passing state while provisioning is not written: its id is already recorded in the status",
+        machine("Provisioning", provider_status=RECORD_CLONING), [Result(requeue_after=1.0)],
+        provision=[Progress(done=False, requeue_after=1.0, instance_id=VM, instance_state="wait_for_launch")],
+        phase="Provisioning", provider_status=RECORD_CLONING, calls={"provision": 1}, check=_writes_nothing),
     Row("the instance runs: its state and providerID in one metadata write, Provisioned in one status write",
         machine("Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "down"}),
         [Result(requeue_after=30.0)], provision=[STARTED], status=[UP], phase="Provisioned",
@@ -409,7 +428,7 @@ ROWS = [
     Row("the engine refuses to start the VM -> FailedStart, InstanceRunning=False, not Failed",
         machine("Provisioning"), [Result(requeue_after=30.0)], provision=[NO_HOST], phase="Provisioning",
         conditions={"InstanceRunning": "False/StartRefused"}, events=[("Warning", "FailedStart")],
-        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "down"},
+        provider_status={"instanceId": VM, "instanceState": "down"},
         calls={"provision": 1}, check=_start_problem_told),
     Row("a refused start that later succeeds turns InstanceRunning True", machine("Provisioning"),
         [Result(requeue_after=30.0), Result(requeue_after=30.0)], provision=[NO_HOST, STARTED], status=[UP],
@@ -428,8 +447,7 @@ ROWS = [
     Row("a copied Machine naming another's VM -> told, references dropped, then its own VM",
         machine(annotations=COPIED, provider_id=OTHER_PID), [Result(requeue=True), Result(requeue_after=7.0)],
         provision=[not_owned(), CLONING], phase="Provisioning",
-        conditions={"InstanceExists": "False/InstanceNotOwned"},
-        annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
+        conditions={"InstanceExists": "False/InstanceNotOwned"}, provider_status=RECORD_CLONING,
         events=[("Warning", "InstanceNotOwned")], calls={"provision": 2}, check=_references_to_the_other_vm_dropped),
     Row("a Running Machine whose references name another's VM -> told, references dropped, phase kept",
         machine("Running", node=True, provider_id=OTHER_PID, annotations=COPIED), [Result(requeue=True)],
@@ -528,9 +546,9 @@ ROWS = [
         check=_no_status_written),
     Row("409 on recording the instance id -> requeue, no error", machine("Provisioning"),
         [Result(requeue_after=0.5)], provision=[CLONING], setup=_someone_else_writes, phase="Provisioning",
-        calls={"provision": 1}, check=_no_vm_id),
+        calls={"provision": 1}, check=_no_instance_recorded),
     Row("404 on the status write (Machine deleted, cache stale) -> returns quietly", machine(), [None],
-        setup=_deleted_behind_the_cache, phase=GONE),
+        provision=[CLONING], setup=_deleted_behind_the_cache, phase=GONE, calls={"provision": 1}),
     Row("404 on recording the instance id -> returns quietly", machine("Provisioning"), [None],
         provision=[CLONING], setup=_deleted_behind_the_cache, phase=GONE, calls={"provision": 1}),
 ]
@@ -572,6 +590,8 @@ def test_machine_reconciler(row: Row) -> None:
         annotations = m["metadata"].get("annotations") or {}
         for k, v in row.annotations.items():
             assert annotations.get(k) == v, k
+        if row.provider_status is not None:
+            assert status.get("providerStatus") == row.provider_status
         assert (keys.MACHINE_FINALIZER in (m["metadata"].get("finalizers") or [])) == row.finalizer
     assert w.events.reasons() == row.events
     assert all(e.involved == f"Machine {KEY}" for e in w.events.recorded)

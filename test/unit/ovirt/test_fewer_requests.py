@@ -261,3 +261,32 @@ def test_a_look_from_a_cache_without_the_vm_id_yet_finds_the_vm_just_created(sim
         assert [v.id for v in conn.system_service().vms_service().list(search="name=worker-b")] == [first.instance_id]
     finally:
         conn.close()
+
+
+def test_the_new_vm_id_is_given_to_record_in_the_status_once_and_found_by_it_from_then_on(sim_and_client):
+    """The first step names the VM it created in `provider_status` (the controller writes it with the phase
+    Provisioning, docs/architecture.md#from-a-machine-to-a-vm-and-back); a Machine whose status records it is
+    told nothing new to record for a state the VM passes through, and its VM is the one of that id."""
+    from api.machine import Machine
+    from machine_controller.ovirt.actuator import OvirtActuator, vm_id_of
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        raw = ovirt_install.machine_for(inst, "ns", "worker-c", affinity_groups_names=None)
+        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}')
+        first = actuator.provision(Machine.from_dict(raw))
+        assert first.provider_status == {"instanceId": first.instance_id, "instanceState": first.instance_state}
+        raw["status"] = {"phase": "Provisioning", "providerStatus": first.provider_status}
+        recorded = Machine.from_dict(raw)
+        assert vm_id_of(recorded) == first.instance_id
+        time.sleep(first.requeue_after)
+        again = actuator.provision(recorded)
+        assert again.instance_id == first.instance_id and again.provider_status is None
+        assert sim.control.counts().get("POST /vms") == 1
+        raw["status"]["providerStatus"] = {"instanceId": "not-an-engine-id"}
+        assert vm_id_of(Machine.from_dict(raw)) is None  # a value that is no engine id names nothing
+    finally:
+        conn.close()
+

@@ -106,7 +106,7 @@ class VmSnapshots:
         # and finds it. Callers that cannot wait share the list being taken.
         if not (may_defer and lock.acquire(blocking=False)):
             if may_defer:
-                raise NotYet(self._expected_in(cluster_name))
+                raise NotYet(self._wait_for(cluster_name, fresh_after))
             lock.acquire()
         try:
             snap = self._usable(cluster_name, fresh_after, may_defer)  # one may have come while we waited
@@ -140,17 +140,24 @@ class VmSnapshots:
         if snap.started >= fresh_after:
             return snap
         if may_defer:
-            since = self._listing.get(cluster_name)
-            if since is not None and since >= fresh_after:
-                raise NotYet(self._expected_in(cluster_name))  # the list being taken will do
+            if self._listing.get(cluster_name) is not None:
+                raise NotYet(self._wait_for(cluster_name, fresh_after))
             raise NotYet(recent_until - now)
         return None
 
-    def _expected_in(self, cluster_name: str) -> float:
-        """Seconds until the list being taken should come (as long as the last one took), at least a moment."""
+    def _wait_for(self, cluster_name: str, fresh_after: float) -> float:
+        """Seconds until a caller that needs a list started after `fresh_after` should come back, while one is
+        being taken (at least a moment): when that list should come (as long as the last one took) if it started
+        after `fresh_after`; else when the list after it may be taken, once the one being taken has been recent
+        for its time. Coming back when the older list comes would only find it too old, and be told to wait again:
+        at a thousand Machines most of the controller's passes were such (hack/bench/machines.py)."""
         since = self._listing.get(cluster_name)
-        last = self._snaps.get(cluster_name)
         if since is None:
             return self._max_age / 5
-        return max(since + (last.cost if last is not None else self._max_age) - self._clock(), self._max_age / 5)
+        last = self._snaps.get(cluster_name)
+        cost = last.cost if last is not None else self._max_age
+        comes = since + cost
+        if since < fresh_after:
+            comes += max(self._max_age, self._cost_factor * cost)
+        return max(comes - self._clock(), self._max_age / 5)
 

@@ -290,3 +290,41 @@ def test_the_new_vm_id_is_given_to_record_in_the_status_once_and_found_by_it_fro
     finally:
         conn.close()
 
+
+def test_a_caller_that_acted_after_the_list_being_taken_started_comes_back_when_the_next_may_be_taken():
+    """The list being taken started before the caller's action, so it will not do: the caller is told to come
+    back when the list after it may be taken (the one being taken has come and been recent for as long as it
+    took), not when that older list comes, which would only tell it to wait again."""
+    gate, listing = threading.Event(), threading.Event()
+    now = [100.0]
+
+    class _Lists:
+        lists = 0
+
+        def cluster_vms(self, cluster_name, read):
+            _Lists.lists += 1
+            if _Lists.lists == 1:
+                now[0] += 2.0  # the first list takes 2 s
+            else:
+                listing.set()
+                gate.wait(5)
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
+    snaps.by_id("Default", "vm0")  # 100 -> 102, recent until 104
+    now[0] = 104.5
+    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))  # the second list, from 104.5
+    taker.start()
+    try:
+        assert listing.wait(5)
+        now[0] = 105.0
+        with pytest.raises(NotYet) as older:
+            snaps.by_id("Default", "vm0", fresh_after=104.8, may_defer=True)
+        # It comes at about 106.5 and is recent until about 108.5: the next list may be taken then.
+        assert older.value.after_s == pytest.approx(3.5)
+        with pytest.raises(NotYet) as newer:
+            snaps.by_id("Default", "vm0", fresh_after=104.0, may_defer=True)
+        assert newer.value.after_s == pytest.approx(1.5)  # the list being taken will do: when it comes
+    finally:
+        gate.set()
+        taker.join(5)

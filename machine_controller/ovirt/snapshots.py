@@ -156,8 +156,14 @@ class VmSnapshots:
             return self._max_age / 5
         last = self._snaps.get(cluster_name)
         cost = last.cost if last is not None else self._max_age
+        now = self._clock()
+        if since + cost <= now:
+            # Late: a list grows with the cluster, and while Machines are created each is longer than the one
+            # before. Asked again every moment, the waiters would cost the controller a pass each time; a quarter of
+            # what it has taken so far is at most a quarter more wait, and few passes.
+            cost = (now - since) * 1.25
         comes = since + cost
         if since < fresh_after:
             comes += max(self._max_age, self._cost_factor * cost)
-        return max(comes - self._clock(), self._max_age / 5)
+        return max(comes - now, self._max_age / 5)
 

@@ -328,3 +328,35 @@ def test_a_caller_that_acted_after_the_list_being_taken_started_comes_back_when_
     finally:
         gate.set()
         taker.join(5)
+
+
+def test_while_a_list_takes_longer_than_the_last_the_callers_that_wait_for_it_are_not_told_to_come_every_moment():
+    gate, listing = threading.Event(), threading.Event()
+    now = [100.0]
+
+    class _Lists:
+        lists = 0
+
+        def cluster_vms(self, cluster_name, read):
+            _Lists.lists += 1
+            if _Lists.lists == 1:
+                now[0] += 1.0  # the first list takes 1 s
+            else:
+                listing.set()
+                gate.wait(5)
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
+    snaps.by_id("Default", "vm0")  # 100 -> 101, recent until 102
+    now[0] = 102.5
+    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))  # from 102.5, longer than 1 s
+    taker.start()
+    try:
+        assert listing.wait(5)
+        now[0] = 106.5  # 4 s into it
+        with pytest.raises(NotYet) as wait:
+            snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True)
+        assert wait.value.after_s == pytest.approx(1.0)  # a quarter of what it took so far, not a moment
+    finally:
+        gate.set()
+        taker.join(5)

@@ -72,11 +72,15 @@ class MachineReconciler:
         # A pass goes on after its writes (the finalizer, then Provisioning, then the instance), so the events
         # of those writes have nothing to tell it.
         self.own_writes = OwnWrites()
+        # Machine key -> (uid, Node) whose drain this process finished in the deletion under way: the passes that
+        # stop and remove the VM do not drain again (see `_delete`).
+        self._drained: dict[str, tuple[str, str]] = {}
 
     # --- entry point ----------------------------------------------------------------------------------------
     def reconcile(self, key: str) -> Result | None:
         cached = self._machines.get(key)
         if cached is None:
+            self._drained.pop(key, None)
             return None
         obj = copy.deepcopy(cached)  # the informer's object is shared with every reader: never written in place
         machine = Machine.from_dict(obj)
@@ -270,7 +274,15 @@ class MachineReconciler:
             self._write_status(obj, machine, MachinePhase.DELETING)
         if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
             return None
-        if node and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations:
+        drained_here = self._drained.get(machine.key) == (machine.metadata.uid, node)
+        if drained_here and _has_true(machine, MachineConditionType.DRAINED):
+            # This process drained the Node in this deletion, and the Machine says so: the passes that stop and
+            # remove the VM (five or six at a thousand Machines, each a read of the Node and of its pods) do not
+            # drain it again. The Node stays cordoned, so only a pod bound to it by name could come since, and
+            # the stop ends it as a re-drain refused by its PodDisruptionBudget could not: the VM may already
+            # be going down. A restarted controller drains again (docs/compatibility.md#machine-phases).
+            pass
+        elif node and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations:
             if machine.spec.lifecycle_hooks.pre_drain:
                 return None  # the hook's owner edits the Machine when it is done
             # The phase Deleting goes with the drain's condition, in one status write (a thousand Machines
@@ -291,6 +303,7 @@ class MachineReconciler:
                               else self._timing.instance_deleting_s)
             if not already_drained:
                 self._events.normal(obj, "Deleted", drained.message)
+            self._drained[machine.key] = (machine.metadata.uid, node)
         if machine.spec.lifecycle_hooks.pre_terminate:
             return None
         try:
@@ -320,6 +333,7 @@ class MachineReconciler:
         self._events.normal(obj, "Deleted", f"Deleted machine {machine.metadata.name}")
         finalizers = [f for f in machine.metadata.finalizers if f != keys.MACHINE_FINALIZER]
         self._patch_meta(obj, {"finalizers": finalizers})
+        self._drained.pop(machine.key, None)
         return None
 
     def _release_storage(self, obj: dict, machine: Machine, node: str) -> Result | None:

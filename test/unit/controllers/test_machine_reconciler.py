@@ -619,3 +619,27 @@ def test_the_reconciler_leaves_the_informer_cache_as_it_found_it() -> None:
     w.reconciler.reconcile(KEY)
     assert w.machine()["status"]["phase"] == "Provisioned"  # it did write
     assert w.machines.get(KEY) == before
+
+
+def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_controller_drains_again() -> None:
+    """The passes that stop and remove the VM do not read the Node and its pods again once this process drained
+    it in this deletion; a controller that restarted does not know that, and drains again."""
+    row = Row("drain once", machine("Running", deleting=True, node=True), [], node=node_obj(),
+              delete=[POWERING_DOWN])
+    w = world(row)
+
+    def node_and_pod_requests() -> list:
+        return [r for r in w.api.requests if r[1] in ("nodes", "pods")]
+
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
+    drained = node_and_pod_requests()
+    assert ("GET", "nodes", NODE) in drained and ("PATCH", "nodes", NODE) in drained
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
+    assert node_and_pod_requests() == drained
+    assert w.actuator.calls["delete"] == 3
+    restarted = MachineReconciler(w.api, w.machines, w.actuator, w.events, MachineMetrics(CollectorRegistry()))
+    assert restarted.reconcile(KEY) == Result(requeue_after=5.0)
+    assert len(node_and_pod_requests()) > len(drained) and ("GET", "nodes", NODE) in node_and_pod_requests()[
+        len(drained):]
+    assert w.events.reasons() == [("Normal", "Deleted")]  # the drain is told once

@@ -69,7 +69,7 @@ class MachineReconciler:
         self._metrics = metrics
         self._timing = timing
         self._drainer = Drainer(rest)
-        # A pass goes on after its writes (the finalizer, then Provisioning, then the instance), so the events
+        # A pass goes on after its writes (the finalizer, then Provisioning with the instance's id), so the events
         # of those writes have nothing to tell it.
         self.own_writes = OwnWrites()
         # Machine key -> (uid, Node) whose drain this process finished in the deletion under way: the passes that
@@ -142,13 +142,13 @@ class MachineReconciler:
 
     def _record_provisioning(self, obj: dict, machine: Machine, progress: Progress) -> None:
         """What a provisioning step tells, in one status write, and only what is new: the phase Provisioning and
-        `InstanceExists` the first time (later, only a problem or the end of provisioning changes it: a Machine
-        told that the instance it named is not its own keeps saying so); the instance's id in `status.providerStatus` (`progress.provider_status`)
-        as soon as it is known, before the next step acts on it (the `VmId` annotation and providerID follow in
-        one metadata write when provisioning ends, `_refresh`); a refused start as a Warning event and
-        `InstanceRunning=False`, retried with the actuator's backoff, never failing the Machine. A state the
-        instance only passes through on its way up (image_locked, down, wait_for_launch, powering_up) is not
-        written: the phase says where the Machine is going, and each passing state would cost a write per
+        `InstanceExists` the first time (later, only a problem or the end of provisioning changes it: a Machine told
+        that the instance it named is not its own keeps saying so); the instance's id in `status.providerStatus`
+        (`progress.provider_status`) as soon as it is known, before the next step acts on it (the `VmId` annotation
+        and providerID follow in one metadata write when provisioning ends, `_refresh`); a refused start as a
+        Warning event and `InstanceRunning=False`, retried with the actuator's backoff, never failing the Machine. A
+        state the instance only passes through on its way up (image_locked, down, wait_for_launch, powering_up) is
+        not written: the phase says where the Machine is going, and each passing state would cost a write per
         Machine (hack/bench/machines.py). docs/architecture.md#from-a-machine-to-a-vm-and-back."""
         conditions = []
         if not machine.status.phase and progress.instance_id:
@@ -277,7 +277,7 @@ class MachineReconciler:
         drained_here = self._drained.get(machine.key) == (machine.metadata.uid, node)
         if drained_here and _has_true(machine, MachineConditionType.DRAINED):
             # This process drained the Node in this deletion, and the Machine says so: the passes that stop and
-            # remove the VM (five or six at a thousand Machines, each a read of the Node and of its pods) do not
+            # remove the VM (5.7 per deleted Machine at N=200, each a read of the Node and of its pods) do not
             # drain it again. The Node stays cordoned, so only a pod bound to it by name could come since, and
             # the stop ends it as a re-drain refused by its PodDisruptionBudget could not: the VM may already
             # be going down. A restarted controller drains again (docs/compatibility.md#machine-phases).

@@ -30,6 +30,7 @@ from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from hack import csi_bed, ovirt_install
 from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.proxy import KubeProxy
+from hack.demo_fencing import health_check, power_cycle_template
 from hack.ovirtsim.testing import SimulatorHandle
 
 # kube-controller-manager marks a Node whose kubelet went silent Unknown after 10 s (default 50 s), looking every
@@ -39,7 +40,6 @@ PLANE_ARGS = ("--node-monitor-grace-period=10s", "--node-monitor-period=2s")
 SIM_TIMINGS = {"node_heartbeat": 2.0}
 LABEL = "demo.ovirt.org/stateful"  # on the Nodes of the scene's Machines (nodelink copies it), a replacement's too
 APP_NS = "demo-stateful"
-UNHEALTHY = [{"type": "Ready", "status": s, "timeout": "5s"} for s in ("Unknown", "False")]
 TIMEOUT_S = 300.0
 
 
@@ -158,15 +158,6 @@ def _node_of(look: _Look, machine: str) -> dict | None:
     return look.nodes.get(node_name)
 
 
-def _mhc(kubectl, namespace: str, name: str, set_name: str, **spec) -> None:
-    kubectl.apply({"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
-                   "metadata": {"name": name, "namespace": namespace},
-                   "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": set_name}},
-                            "unhealthyConditions": UNHEALTHY, "maxUnhealthy": 1, **spec}},
-                  f"{name}-mhc.yaml  # Ready Unknown/False for 5s -> "
-                  + ("power-cycle" if spec.get("remediationTemplate") else "delete the Machine"))
-
-
 def failover_scene(kubectl, sim: SimulatorHandle, plane: LocalControlPlane, inst: ovirt_install.Installation,
                    namespace: str, say: Callable[[str], None]) -> None:
     set_name = f"{inst.infra_id}-db"
@@ -254,12 +245,7 @@ def _fence(kubectl, scene: _Scene) -> None:
     ns, control = scene.namespace, scene.sim.control
     scene.say("A MachineHealthCheck whose remediation power-cycles the VM (the OvirtRemediationTemplate of the "
               "fencing scene)")
-    kubectl.apply({"apiVersion": REMEDIATION_API, "kind": "OvirtRemediationTemplate",
-                   "metadata": {"name": "power-cycle", "namespace": ns},
-                   "spec": {"template": {"spec": {"strategy": {"retryLimit": 1, "timeoutSeconds": 300}}}}},
-                  "power-cycle.yaml  # OvirtRemediationTemplate")
-    _mhc(kubectl, ns, "db", scene.set_name, remediationTemplate={
-        "apiVersion": REMEDIATION_API, "kind": "OvirtRemediationTemplate", "name": "power-cycle"})
+    health_check(kubectl, ns, "db", scene.set_name, power_cycle_template(kubectl, ns))
     machine, vm_id = _the_pods_machine(scene)
     look = scene.look()
     pod_uid = look.pod["metadata"]["uid"]
@@ -321,7 +307,7 @@ def _replace(kubectl, scene: _Scene) -> None:
     ns, control = scene.namespace, scene.sim.control
     scene.say("Replacement: a MachineHealthCheck without a template deletes an unhealthy Machine, and the MachineSet "
               "replaces it. The other node is cordoned, so the pod's only place is the replacement")
-    _mhc(kubectl, ns, "db-replace", scene.set_name)
+    health_check(kubectl, ns, "db-replace", scene.set_name)
     machine, vm_id = _the_pods_machine(scene)
     look = scene.look()
     pod_uid = look.pod["metadata"]["uid"]

@@ -15,6 +15,29 @@ def _node_ready(kubectl, name: str) -> str:
     return next((c["status"] for c in node["status"].get("conditions", []) if c["type"] == "Ready"), "?")
 
 
+def power_cycle_template(kubectl, namespace: str) -> dict:
+    """The OvirtRemediationTemplate `power-cycle` applied; what a health check's remediationTemplate names."""
+    kubectl.apply({"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate",
+                   "metadata": {"name": "power-cycle", "namespace": namespace},
+                   "spec": {"template": {"spec": {"strategy": {"retryLimit": 1, "timeoutSeconds": 300}}}}},
+                  "power-cycle.yaml  # OvirtRemediationTemplate")
+    return {"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate", "name": "power-cycle"}
+
+
+def health_check(kubectl, namespace: str, name: str, set_name: str, template: dict | None = None) -> None:
+    """A MachineHealthCheck of the set's Machines: Ready Unknown or False for 5 s; its remediation is `template`'s
+    (an OvirtRemediationTemplate reference), or the default one (the Machine deleted, the set replaces it)."""
+    spec = {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": set_name}},
+            "unhealthyConditions": [{"type": "Ready", "status": s, "timeout": "5s"} for s in ("Unknown", "False")],
+            "maxUnhealthy": 1}
+    if template:
+        spec["remediationTemplate"] = template
+    kubectl.apply({"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
+                   "metadata": {"name": name, "namespace": namespace}, "spec": spec},
+                  f"{name}-mhc.yaml  # Ready Unknown/False for 5s -> "
+                  + ("power-cycle" if template else "delete the Machine"))
+
+
 def fencing_scene(kubectl, sim, namespace: str, ms_name: str, say: Callable[[str], None]) -> None:
     machine = next(m for m in kubectl.machines()
                    if m["metadata"].get("labels", {}).get("machine.openshift.io/cluster-api-machineset") == ms_name)
@@ -23,19 +46,8 @@ def fencing_scene(kubectl, sim, namespace: str, ms_name: str, say: Callable[[str
     vm_id = machine["metadata"]["annotations"]["VmId"]
 
     say("Fencing: a MachineHealthCheck whose remediation power-cycles the VM (OvirtRemediationTemplate)")
-    kubectl.apply({"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate",
-                   "metadata": {"name": "power-cycle", "namespace": namespace},
-                   "spec": {"template": {"spec": {"strategy": {"retryLimit": 1, "timeoutSeconds": 300}}}}},
-                  "power-cycle.yaml  # OvirtRemediationTemplate")
-    kubectl.apply({"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineHealthCheck",
-                   "metadata": {"name": "workers", "namespace": namespace},
-                   "spec": {"selector": {"matchLabels": {"machine.openshift.io/cluster-api-machineset": ms_name}},
-                            "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "5s"},
-                                                    {"type": "Ready", "status": "False", "timeout": "5s"}],
-                            "maxUnhealthy": 1,
-                            "remediationTemplate": {"apiVersion": API_VERSION, "kind": "OvirtRemediationTemplate",
-                                                    "name": "power-cycle"}}},
-                  "workers-mhc.yaml  # Ready Unknown/False for 5s -> power-cycle")
+    template = power_cycle_template(kubectl, namespace)
+    health_check(kubectl, namespace, "workers", ms_name, template)
     time.sleep(2)
     kubectl("-n", namespace, "get", "mhc")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 
 import ovirtsdk4.types as types
 import pytest
@@ -241,18 +242,25 @@ def test_while_a_list_is_taken_the_one_before_it_still_serves_those_it_is_new_en
     assert _Lists.lists == 2
 
 
+def _machine_and_actuator(conn, ovirt, name: str):
+    """The installer's objects in the engine, the Machine `name` of its sample (in no affinity group) as a dict,
+    and an actuator."""
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    inst = ovirt_install.prepare(conn, "infra-1")
+    raw = ovirt_install.machine_for(inst, "ns", name, affinity_groups_names=None)
+    return raw, OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}')
+
+
 def test_a_look_from_a_cache_without_the_vm_id_yet_finds_the_vm_just_created(sim_and_client):
     """The Machine's next look may read a cached copy older than the write that recorded its VM's id: the
     actuator remembers what it created, so it neither creates again nor meets the engine's 409."""
     from api.machine import Machine
-    from machine_controller.ovirt.actuator import OvirtActuator
 
     sim, ovirt = sim_and_client
     conn = sim.connection()
     try:
-        inst = ovirt_install.prepare(conn, "infra-1")
-        as_cached = ovirt_install.machine_for(inst, "ns", "worker-b", affinity_groups_names=None)
-        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}')
+        as_cached, actuator = _machine_and_actuator(conn, ovirt, "worker-b")
         first = actuator.provision(Machine.from_dict(as_cached))
         time.sleep(first.requeue_after)
         again = actuator.provision(Machine.from_dict(as_cached))  # no VmId annotation: the cache is behind
@@ -268,14 +276,12 @@ def test_the_new_vm_id_is_given_to_record_in_the_status_once_and_found_by_it_fro
     Provisioning, docs/architecture.md#from-a-machine-to-a-vm-and-back); a Machine whose status records it is
     told nothing new to record for a state the VM passes through, and its VM is the one of that id."""
     from api.machine import Machine
-    from machine_controller.ovirt.actuator import OvirtActuator, vm_id_of
+    from machine_controller.ovirt.actuator import vm_id_of
 
     sim, ovirt = sim_and_client
     conn = sim.connection()
     try:
-        inst = ovirt_install.prepare(conn, "infra-1")
-        raw = ovirt_install.machine_for(inst, "ns", "worker-c", affinity_groups_names=None)
-        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}')
+        raw, actuator = _machine_and_actuator(conn, ovirt, "worker-c")
         first = actuator.provision(Machine.from_dict(raw))
         assert first.provider_status == {"instanceId": first.instance_id, "instanceState": first.instance_state}
         raw["status"] = {"phase": "Provisioning", "providerStatus": first.provider_status}
@@ -291,32 +297,50 @@ def test_the_new_vm_id_is_given_to_record_in_the_status_once_and_found_by_it_fro
         conn.close()
 
 
+class _LaterListsHeld:
+    """A cluster's VM lists on the clock `now`: the first takes `first_s`, each later one is held while it is taken
+    (it sets `listing`, then waits for `gate`)."""
+
+    def __init__(self, now: list[float], first_s: float, listing: threading.Event, gate: threading.Event) -> None:
+        self.now, self.first_s, self.listing, self.gate = now, first_s, listing, gate
+        self.lists = 0
+
+    def cluster_vms(self, cluster_name, read):
+        self.lists += 1
+        if self.lists == 1:
+            self.now[0] += self.first_s
+        else:
+            self.listing.set()
+            self.gate.wait(5)
+        return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
+
+
+@contextmanager
+def _while_the_second_list_is_taken(first_s: float, second_from: float):
+    """VM snapshots whose first list, from 100 on their clock, took `first_s`, while their second, from
+    `second_from`, is being taken (until the block ends); yields them and their clock (a list of one to move)."""
+    gate, listing = threading.Event(), threading.Event()
+    now = [100.0]
+    snaps = VmSnapshots(_LaterListsHeld(now, first_s, listing, gate), max_age_s=0.5, cost_factor=1.0,
+                        clock=lambda: now[0])
+    snaps.by_id("Default", "vm0")
+    now[0] = second_from
+    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))
+    taker.start()
+    try:
+        assert listing.wait(5)
+        yield snaps, now
+    finally:
+        gate.set()
+        taker.join(5)
+
+
 def test_a_caller_that_acted_after_the_list_being_taken_started_comes_back_when_the_next_may_be_taken():
     """The list being taken started before the caller's action, so it will not do: the caller is told to come
     back when the list after it may be taken (the one being taken has come and been recent for as long as it
     took), not when that older list comes, which would only tell it to wait again."""
-    gate, listing = threading.Event(), threading.Event()
-    now = [100.0]
-
-    class _Lists:
-        lists = 0
-
-        def cluster_vms(self, cluster_name, read):
-            _Lists.lists += 1
-            if _Lists.lists == 1:
-                now[0] += 2.0  # the first list takes 2 s
-            else:
-                listing.set()
-                gate.wait(5)
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
-    snaps.by_id("Default", "vm0")  # 100 -> 102, recent until 104
-    now[0] = 104.5
-    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))  # the second list, from 104.5
-    taker.start()
-    try:
-        assert listing.wait(5)
+    # The first list: 100 -> 102, recent until 104; the second from 104.5.
+    with _while_the_second_list_is_taken(2.0, 104.5) as (snaps, now):
         now[0] = 105.0
         with pytest.raises(NotYet) as older:
             snaps.by_id("Default", "vm0", fresh_after=104.8, may_defer=True)
@@ -325,38 +349,12 @@ def test_a_caller_that_acted_after_the_list_being_taken_started_comes_back_when_
         with pytest.raises(NotYet) as newer:
             snaps.by_id("Default", "vm0", fresh_after=104.0, may_defer=True)
         assert newer.value.after_s == pytest.approx(1.5)  # the list being taken will do: when it comes
-    finally:
-        gate.set()
-        taker.join(5)
 
 
 def test_while_a_list_takes_longer_than_the_last_the_callers_that_wait_for_it_are_not_told_to_come_every_moment():
-    gate, listing = threading.Event(), threading.Event()
-    now = [100.0]
-
-    class _Lists:
-        lists = 0
-
-        def cluster_vms(self, cluster_name, read):
-            _Lists.lists += 1
-            if _Lists.lists == 1:
-                now[0] += 1.0  # the first list takes 1 s
-            else:
-                listing.set()
-                gate.wait(5)
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
-    snaps.by_id("Default", "vm0")  # 100 -> 101, recent until 102
-    now[0] = 102.5
-    taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))  # from 102.5, longer than 1 s
-    taker.start()
-    try:
-        assert listing.wait(5)
+    # The first list: 100 -> 101, recent until 102; the second from 102.5, longer than 1 s.
+    with _while_the_second_list_is_taken(1.0, 102.5) as (snaps, now):
         now[0] = 106.5  # 4 s into it
         with pytest.raises(NotYet) as wait:
             snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True)
         assert wait.value.after_s == pytest.approx(1.0)  # a quarter of what it took so far, not a moment
-    finally:
-        gate.set()
-        taker.join(5)

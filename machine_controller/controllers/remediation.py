@@ -27,7 +27,7 @@ from api import keys
 from api.ids import vm_id_from_provider_id
 from api.meta import (ConditionSeverity, false_condition, format_time, get_condition, now, parse_time, set_condition,
                       true_condition)
-from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, REMEDIATION_TAINT_KEY,
+from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY,
                              OnExhaustion, OvirtRemediation, RemediationConditionType, RemediationPhase,
                              StorageRelease)
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
@@ -40,7 +40,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import ActionRefused, InstanceNotOwned, Power, PowerControl, PowerState
 from .drain import MIRROR_POD_ANNOTATION
 from .node_status import node_ready, ready_condition
-from .node_storage import TaintsChanged, patch_taints, volume_attachments
+from .node_storage import TaintsChanged, out_of_service_taint, patch_taints, volume_attachments
 from .resources import MACHINES, PODS, REMEDIATIONS
 
 log = structlog.get_logger(__name__)
@@ -197,7 +197,8 @@ class RemediationReconciler:
             return None
         # Only now, the VM read and proven the target's own: a Node that copied another's providerID is not touched.
         if target.node_name:
-            self._taint(target.node_name, REMEDIATION_TAINT_KEY, "", "NoSchedule")
+            self._taint(target.node_name, {"key": REMEDIATION_TAINT_KEY, "effect": "NoSchedule",
+                                           "timeAdded": self._stamp()})
         if power.state == PowerState.UNKNOWN:
             return self._wait_unknown(obj, rem, power)
         if power.state == PowerState.OFF:
@@ -249,7 +250,7 @@ class RemediationReconciler:
             if rem.spec.remediation_strategy == StorageRelease.RESOURCE_DELETION:
                 self._force_delete_pods(target.node_name)
             else:
-                self._taint(target.node_name, OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE, "NoExecute")
+                self._taint(target.node_name, out_of_service_taint(self._stamp()))
             self._write(obj, rem, storage_released=self._stamp(),
                         message="waiting for the node's pods with volumes and its volume attachments to go")
             return Result(requeue_after=self._timing.poll_s)
@@ -542,16 +543,14 @@ class RemediationReconciler:
                 if not is_not_found(e):
                     raise
 
-    def _taint(self, node_name: str, key: str, value: str, effect: str) -> None:
+    def _taint(self, node_name: str, taint: dict[str, str]) -> None:
+        """Add `taint` to the Node unless a taint of its key and effect is there already."""
         node = self._nodes.get(node_name)
         if node is None:
             return
         taints = list((node.get("spec") or {}).get("taints") or [])
-        if any(t.get("key") == key and t.get("effect") == effect for t in taints):
+        if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
             return
-        taint = {"key": key, "effect": effect, "timeAdded": self._stamp()}
-        if value:
-            taint["value"] = value
         self._patch_taints(node_name, taints, [*taints, taint])
 
     def _remove_taints(self, node_name: str) -> None:

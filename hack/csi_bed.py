@@ -88,6 +88,13 @@ def statefulset(node_label: str, value: str, storage_class: str, name: str = "db
             "resources": {"requests": {"storage": "1Gi"}}}}]}}
 
 
+def pod_ready(pod: dict | None, other_than: str = "") -> bool:
+    """Whether the pod (as read, None when absent) is Ready and not being deleted; if `other_than` (a uid) is
+    given, only another pod of the name counts (the StatefulSet's new pod after a failover)."""
+    return bool(pod) and not pod["metadata"].get("deletionTimestamp") and pod["metadata"]["uid"] != other_than \
+        and any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
+
+
 def attached_to(conn: sdk.Connection, vm_ids, disk_id: str) -> list[str]:
     """The VMs among `vm_ids` that the engine has the disk attached to (a VM removed meanwhile has none)."""
     attached = []

@@ -31,6 +31,7 @@ from hack import csi_bed, ovirt_install
 from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.proxy import KubeProxy
 from hack.demo_fencing import health_check, power_cycle_template
+from hack.demo_storage import until
 from hack.ovirtsim.testing import SimulatorHandle
 
 # kube-controller-manager marks a Node whose kubelet went silent Unknown after 10 s (default 50 s), looking every
@@ -147,12 +148,6 @@ class _Scene:
         return seen
 
 
-def _pod_ready(look: _Look, not_uid: str = "") -> bool:
-    pod = look.pod
-    return bool(pod) and not pod["metadata"].get("deletionTimestamp") and pod["metadata"]["uid"] != not_uid and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
-
-
 def _node_of(look: _Look, machine: str) -> dict | None:
     node_name = ((look.machines.get(machine, {}).get("status") or {}).get("nodeRef") or {}).get("name", "")
     return look.nodes.get(node_name)
@@ -202,7 +197,7 @@ def _deploy_csi(kubectl, scene: _Scene) -> None:
         listing = {c["metadata"]["name"] for c in csinodes
                    if any(d["name"] == csi_bed.DRIVER for d in c["spec"].get("drivers") or [])}
         return listing >= set(nodes)
-    _until(f"{csi_bed.DRIVER} in both CSINodes", registered)
+    until(f"{csi_bed.DRIVER} in both CSINodes", registered, TIMEOUT_S)
     print(f"each kubelet lists {csi_bed.DRIVER} in its CSINode {time.monotonic() - began:.1f} s after the apply")
     # The node DaemonSet's pods on the simulated workers stay Pending (they have no kubelet): only the real ones.
     table = kubectl("-n", scene.namespace, "get", "pods", "-o", "wide",
@@ -293,7 +288,7 @@ def _fence(kubectl, scene: _Scene) -> None:
             t["key"] for t in (_node_of(look, machine) or {}).get("spec", {}).get("taints", [])},
         "disk detached from the dead VM": lambda look: vm_id not in scene.sampler.attached,
         "VM powered on": after_detection(lambda look: look.vms.get(vm_id, {}).get("status") == "up"),
-        "pod Running again": lambda look: _pod_ready(look, pod_uid)})
+        "pod Running again": lambda look: csi_bed.pod_ready(look.pod, pod_uid)})
     kubectl("-n", APP_NS, "exec", "db-0", "--", "sh", "-c", csi_bed.CHECK)
     kubectl("-n", APP_NS, "get", "pod", "db-0", "-o", "wide")
     scene.say(f"{machine}'s guest boots again; the request ends when its Node is Ready")
@@ -328,7 +323,7 @@ def _replace(kubectl, scene: _Scene) -> None:
         "disk detached from the dead VM": lambda look: vm_id not in scene.sampler.attached,
         "VM removed": lambda look: vm_id not in look.vms,
         "replacement's Node Ready": replacement_ready,
-        "pod Running on the replacement": lambda look: _pod_ready(look, pod_uid)})
+        "pod Running on the replacement": lambda look: csi_bed.pod_ready(look.pod, pod_uid)})
     kubectl("-n", APP_NS, "exec", "db-0", "--", "sh", "-c", csi_bed.CHECK)
     kubectl("-n", APP_NS, "get", "pod", "db-0", "-o", "wide")
     pv = json.loads(kubectl("-n", APP_NS, "get", "pvc", "data-db-0", "-o", "json", show=False))["spec"]["volumeName"]
@@ -344,10 +339,11 @@ def _tear_down(kubectl, scene: _Scene) -> None:
     kubectl("-n", APP_NS, "delete", "statefulset", "db", "--wait=true")
     kubectl("-n", APP_NS, "wait", "--for=delete", "pod/db-0", "--timeout=120s")
     # The CSI controller runs on these workers: the claim goes while it can still detach and delete the disk.
-    _until(f"no VolumeAttachment of {pv}", lambda: pv not in kubectl(
-        "get", "volumeattachments", "-o", "jsonpath={.items[*].spec.source.persistentVolumeName}", show=False))
+    until(f"no VolumeAttachment of {pv}", lambda: pv not in kubectl(
+        "get", "volumeattachments", "-o", "jsonpath={.items[*].spec.source.persistentVolumeName}", show=False),
+        TIMEOUT_S)
     kubectl("-n", APP_NS, "delete", "pvc", "data-db-0", "--wait=true", "--timeout=120s")
-    _until(f"PV {pv} gone", lambda: not kubectl("get", "pv", pv, "--ignore-not-found", show=False))
+    until(f"PV {pv} gone", lambda: not kubectl("get", "pv", pv, "--ignore-not-found", show=False), TIMEOUT_S)
     conn = scene.sim.connection()
     try:
         print(f"PV {pv} deleted; the engine's disk {scene.disk_id}: "
@@ -357,14 +353,6 @@ def _tear_down(kubectl, scene: _Scene) -> None:
     kubectl("-n", scene.namespace, "delete", "mhc", "db-replace")
     kubectl("-n", scene.namespace, "delete", "machineset", scene.set_name, "--wait=false")
     scene.follow("the set deleted", {"its Machines, VMs and real nodes gone": lambda look: not look.machines})
-
-
-def _until(what: str, holds: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + TIMEOUT_S
-    while not holds():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not reached in {TIMEOUT_S:.0f} s")
-        time.sleep(0.5)
 
 
 def _summary(scene: _Scene, took: float) -> None:

@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE_CLASS = REPO / "config" / "storage" / "samples" / "storageclass.yaml"
 
 
-def _until(what: str, probe: Callable[[], object], timeout: float = 60.0) -> None:
+def until(what: str, probe: Callable[[], object], timeout: float = 60.0) -> None:
+    """Poll `probe` until it holds; TimeoutError naming `what` after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not probe():
         if time.monotonic() > deadline:
@@ -52,7 +53,7 @@ def storage_scene(kubectl, sim, namespace: str, work: Path, say: Callable[[str],
                        "spec": {"storageClassName": "ovirt", "accessModes": ["ReadWriteOnce"],
                                 "resources": {"requests": {"storage": "3Gi"}}}}, "data-pvc.yaml  # 3Gi, RWO")
         t0 = time.monotonic()
-        _until("PVC Bound", lambda: json.loads(kubectl("-n", namespace, "get", "pvc", "data", "-o", "json",
+        until("PVC Bound", lambda: json.loads(kubectl("-n", namespace, "get", "pvc", "data", "-o", "json",
                                                        show=False))["status"].get("phase") == "Bound")
         print(f"Bound after {time.monotonic() - t0:.1f} s")
         kubectl("-n", namespace, "get", "pvc", "data")
@@ -86,7 +87,7 @@ def storage_scene(kubectl, sim, namespace: str, work: Path, say: Callable[[str],
 
         say("Deleting the claim: the Released PV's disk is removed from the engine (reclaimPolicy: Delete)")
         kubectl("-n", namespace, "delete", "pvc", "data")
-        _until("disk removed", lambda: disks.find_by_name(pv_name) is None)
+        until("disk removed", lambda: disks.find_by_name(pv_name) is None)
         print(f"disk {pv_name} is gone from the engine")
     finally:
         pool.close()

@@ -25,7 +25,7 @@ from api.remediation import API_VERSION as REMEDIATION_API
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from hack import csi_bed
 from hack.controlplane.host_python import volume_plugin_dir
-from hack.csi_bed import CHECK, DRIVER, WRITER, absent, attached_to, disk_gone, on_nodes
+from hack.csi_bed import CHECK, DRIVER, WRITER, absent, attached_to, disk_gone, on_nodes, pod_ready
 from hack.images import product
 from machine_controller.runtime.testing import wait_until
 from machine_controller.storage.flexvolume import CONF_NAME, VOLUME_ID
@@ -330,11 +330,6 @@ def _pod_obj(cluster, namespace: str, name: str) -> dict | None:
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
-def _pod_ready(pod: dict | None) -> bool:
-    return bool(pod) and not pod["metadata"].get("deletionTimestamp") and any(
-        c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
-
-
 def _condition(request: dict | None, ctype: str) -> dict:
     return next((c for c in ((request or {}).get("status") or {}).get("conditions", []) if c["type"] == ctype), {})
 
@@ -430,7 +425,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
                          # The health check deletes the request once the Node is healthy, maybe before the request
                          # records its end (NodeHealthy): the request gone is the end.
                          "request ended": lambda: _remediation(bed.menv, machine) is None}, 120, state)
-        assert wait_until(lambda: _pod_ready(_pod_obj(cluster, namespace, "db-0")), *WAIT), state()
+        assert wait_until(lambda: pod_ready(_pod_obj(cluster, namespace, "db-0")), *WAIT), state()
         kept = _pod_obj(cluster, namespace, "db-0")
         assert kept["metadata"]["uid"] == pod["metadata"]["uid"] and kept["spec"]["nodeName"] == node
         (status,) = kept["status"]["containerStatuses"]
@@ -448,7 +443,7 @@ def test_a_stateful_pod_keeps_its_disk_and_data_through_an_unanswering_host_and_
 
         def pod_back() -> bool:
             p = _pod_obj(cluster, namespace, "db-0")
-            if _pod_ready(p) and p["metadata"]["uid"] != pod["metadata"]["uid"]:
+            if pod_ready(p, other_than=pod["metadata"]["uid"]):
                 moved["node"] = p["spec"]["nodeName"]
                 return True
             return False
@@ -558,7 +553,7 @@ def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed
 
         def pod_back() -> bool:
             p = _pod_obj(cluster, namespace, "db-0")
-            return _pod_ready(p) and p["metadata"]["uid"] != pod["metadata"]["uid"]
+            return pod_ready(p, other_than=pod["metadata"]["uid"])
 
         def state() -> str:
             return "\n".join([f"attached to {sampler.attached}, mounted on {sampler.mounted}",

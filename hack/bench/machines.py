@@ -6,11 +6,12 @@
 For each N it reports: the time until all N Machines are Running, divided by the floor for N (the same N VMs
 created and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run,
 hack/bench/floor.py); the oVirt requests per Machine (the simulator's own counters) by endpoint; the controller
-process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches); the Kubernetes
-API writes per Machine by verb, resource and answer code, events included (the API server's audit log,
-hack/bench/audit.py). Then it deletes the Machines and reports the same for deletion. `--plot DIR` draws each run
-(hack/bench/plot.py), `--py-spy DIR` samples the controller during each creation (hack/bench/pyspy.py); both need
-`make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with
+process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches); how busy the
+machine was and each process's share of its cores (API server, etcd, simulator, controller compete for two cores:
+hack/bench/procstat.py); the Kubernetes API writes per Machine by verb, resource and answer code, events included
+(the API server's audit log, hack/bench/audit.py). Then it deletes the Machines and reports the same for deletion.
+`--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples the controller during each creation
+(hack/bench/pyspy.py); both need `make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with
 `kubectl scale` and counts the oVirt requests per minute of the steady state with N Running Machines.
 `--heartbeat` sets how often the simulated kubelets post their Node status: a real kubelet posts it every 10 s
 only when it changed and every 5 min otherwise, so at N=1000 the profile's 1 s would make the simulator's guests,
@@ -37,6 +38,7 @@ from hack import ovirt_install
 from hack.bench.audit import AuditLog
 from hack.bench.floor import Floor, boot_floor
 from hack.bench.plot import Run, Sample, draw
+from hack.bench.procstat import CpuShares, cpu_seconds, status_mib
 from hack.bench.pyspy import PySpy, summary
 from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
@@ -51,24 +53,7 @@ from machine_controller.runtime.logging import configure_logging
 
 NS = "openshift-machine-api"
 INFRA_ID = "bench-x7k2p"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 SETTLE_S = 40.0
-
-
-def _proc_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
-
-
-def _proc_status_mib(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _proc_peak_rss_mib(pid: int) -> float:
-    return _proc_status_mib(pid, "VmHWM")
 
 
 class Kubectl:
@@ -147,8 +132,8 @@ class Sampler:
 
     def _loop(self) -> None:
         while True:
-            self._run.samples.append(Sample(time.monotonic() - self.t0, self._watch.phases(), _proc_cpu_s(self._pid),
-                                            _proc_status_mib(self._pid, "VmRSS")))
+            self._run.samples.append(Sample(time.monotonic() - self.t0, self._watch.phases(), cpu_seconds(self._pid),
+                                            status_mib(self._pid, "VmRSS")))
             if self._stop.wait(self._every):
                 return
 
@@ -186,8 +171,10 @@ def delete_all(names: list[str], kubeconfig: Path, concurrency: int = 16) -> Non
 
 
 def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: Floor, audit: AuditLog,
-            plot_dir: Path | None, spy_dir: Path | None) -> dict:
+            plot_dir: Path | None, spy_dir: Path | None, plane_pids: dict[str, int]) -> dict:
     pid = ctl.proc.pid
+    # Whose CPU each phase used: on two cores the API server, the simulator and the controller compete.
+    pids = {"controller": pid, "simulator": sim.process.pid, **plane_pids}
     sim.control.reset_counts()
     names = [f"bench-{n}-{i:03d}" for i in range(n)]
     watch = PhaseWatch(kubectl.kubeconfig)
@@ -196,14 +183,16 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     spy = PySpy(pid, spy_dir / f"profile-{n}.txt") if spy_dir else None
     with Sampler(run, watch, pid) as sampler:
         mark = audit.mark()
-        cpu0 = _proc_cpu_s(pid)
+        cpu0 = cpu_seconds(pid)
         if spy:
             spy.__enter__()
         t0 = time.monotonic()
+        create_shares = CpuShares(pids)
         create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
         watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
         create_s = time.monotonic() - t0
-        cpu1 = _proc_cpu_s(pid)
+        cpu1 = cpu_seconds(pid)
+        create_cpu = create_shares.stop()
         if spy:
             spy.__exit__(None, None, None)
         create_counts = sim.control.counts()
@@ -213,13 +202,15 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
 
         sim.control.reset_counts()
         mark = audit.mark()
-        cpu2 = _proc_cpu_s(pid)
+        cpu2 = cpu_seconds(pid)
         run.delete_at = time.monotonic() - sampler.t0
         t1 = time.monotonic()
+        delete_shares = CpuShares(pids)
         delete_all(names, kubectl.kubeconfig)
         watch.wait(lambda phases: not phases, f"N={n} delete")
         delete_s = time.monotonic() - t1
-        cpu3 = _proc_cpu_s(pid)
+        delete_cpu = delete_shares.stop()
+        cpu3 = cpu_seconds(pid)
         load2 = os.getloadavg()[0]
     watch.close()
     delete_counts = sim.control.counts()
@@ -234,9 +225,10 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
             "cpu_s": cpu1 - cpu0, "cpu_ms_per_machine": 1000 * (cpu1 - cpu0) / n,
             "delete_cpu_ms_per_machine": 1000 * (cpu3 - cpu2) / n,
-            "peak_rss_mib": _proc_peak_rss_mib(pid), "load": (load0, load1, load2),
+            "peak_rss_mib": status_mib(pid, "VmHWM"), "load": (load0, load1, load2),
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
+            "create_cpu": create_cpu, "delete_cpu": delete_cpu,
             "profile": summary(spy_dir / f"profile-{n}.txt") if spy_dir else None}
 
 
@@ -270,12 +262,12 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     # Let the last requeues of provisioning (Provisioned is looked at again after 30 s) pass first.
     time.sleep(SETTLE_S)
     sim.control.reset_counts()
-    cpu0 = _proc_cpu_s(ctl.proc.pid)
+    cpu0 = cpu_seconds(ctl.proc.pid)
     time.sleep(steady_s)
     steady_counts = sim.control.counts()
     steady_requests = sum(steady_counts.values())
     top = sorted(steady_counts.items(), key=lambda kv: -kv[1])[:4]
-    steady_cpu = _proc_cpu_s(ctl.proc.pid) - cpu0
+    steady_cpu = cpu_seconds(ctl.proc.pid) - cpu0
 
     t1 = time.monotonic()
     kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], "--replicas=0")
@@ -346,7 +338,8 @@ def main() -> int:
                                     env={"MALLOC_ARENA_MAX": "2"}).start()  # as the image runs it (Dockerfile)
             try:
                 ctl.wait_ready()
-                rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy) for n in counts]
+                rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy, plane.state.pids)
+                        for n in counts]
                 ms_row = run_machineset(args.machineset, kubectl, sim, inst, ctl, floors[args.machineset],
                                         args.steady) if args.machineset else None
             finally:
@@ -367,6 +360,7 @@ def main() -> int:
     print("  (load 1m: the machine's 1-minute load average before the creation, at all Running, at all deleted)")
     for r in rows:
         for what in ("create", "delete"):
+            print(f"  N={r['n']} {what} CPU: {r[f'{what}_cpu'].line()}")
             parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())

@@ -23,20 +23,8 @@ from hack.controlplane.build import Binaries, ensure_binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.nodes import PAUSE_IMAGE, RealNode
 from hack.controlplane.proxy import KubeProxy
+from hack.bench.procstat import cpu_seconds, rss_mib
 from hack.images import product
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
-
-
-def _rss_mib(pid: int) -> float:
-    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE / 2**20
-
 
 def _shims(node: RealNode) -> list[int]:
     address = str(node.containerd_socket)
@@ -89,10 +77,10 @@ def run(sample_s: float) -> None:
                                           text=True).stdout.split()[0]
                 procs = {"kubelet": [node.pids["kubelet"]], "containerd": [node.pids["containerd"]],
                          "shims": _shims(node), "kube-proxy": [proxy.pid]}
-                before = {n: sum(_cpu_s(p) for p in ps) for n, ps in procs.items()}
+                before = {n: sum(cpu_seconds(p) for p in ps) for n, ps in procs.items()}
                 time.sleep(sample_s)
-                cpu = {n: (sum(_cpu_s(p) for p in ps) - before[n]) / sample_s * 100 for n, ps in procs.items()}
-                rss = {n: sum(_rss_mib(p) for p in ps) for n, ps in procs.items()}
+                cpu = {n: (sum(cpu_seconds(p) for p in ps) - before[n]) / sample_s * 100 for n, ps in procs.items()}
+                rss = {n: sum(rss_mib(p) for p in ps) for n, ps in procs.items()}
         finally:
             node.stop()
     print(f"real node figures (load average {os.getloadavg()[0]:.1f})")

@@ -21,6 +21,7 @@ from pathlib import Path
 import ovirtsdk4 as sdk
 from ovirtsdk4 import types
 
+from hack.bench.procstat import cpu_seconds
 from hack.ovirtsim.testing import running_simulator
 
 
@@ -40,12 +41,6 @@ def _client(url: str, ca_file: str | None, user: str, password: str, vm_id: str,
     conn.close()
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc), to report the simulator's own cost per request."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure_rps(sim, vm_id: str, clients: int, duration: float) -> tuple[float, int, float]:
     """(client-observed req/s, counter difference (0 = exact), simulator CPU microseconds per request)."""
     ctx = mp.get_context("spawn")
@@ -58,9 +53,9 @@ def measure_rps(sim, vm_id: str, clients: int, duration: float) -> tuple[float, 
         p.start()
     while time.time() < start_at:
         time.sleep(0.001)
-    cpu0 = _cpu_seconds(sim.process.pid)
+    cpu0 = cpu_seconds(sim.process.pid)
     total = sum(queue.get(timeout=duration + 120) for _ in procs)
-    cpu = _cpu_seconds(sim.process.pid) - cpu0
+    cpu = cpu_seconds(sim.process.pid) - cpu0
     for p in procs:
         p.join()
     served = sim.control.counts().get("GET /vms/{vm}", 0) - before - clients  # minus the warm-up calls

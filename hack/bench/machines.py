@@ -28,11 +28,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from hack import ovirt_install
 from hack.bench.audit import AuditLog
@@ -186,6 +188,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         cpu0 = cpu_seconds(pid)
         if spy:
             spy.__enter__()
+        passes0 = _passes(ctl)
         t0 = time.monotonic()
         create_shares = CpuShares(pids)
         create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
@@ -193,6 +196,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         create_s = time.monotonic() - t0
         cpu1 = cpu_seconds(pid)
         create_cpu = create_shares.stop()
+        passes1 = _passes(ctl)
         if spy:
             spy.__exit__(None, None, None)
         create_counts = sim.control.counts()
@@ -210,6 +214,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         watch.wait(lambda phases: not phases, f"N={n} delete")
         delete_s = time.monotonic() - t1
         delete_cpu = delete_shares.stop()
+        passes2 = _passes(ctl)
         cpu3 = cpu_seconds(pid)
         load2 = os.getloadavg()[0]
     watch.close()
@@ -229,11 +234,23 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
             "create_cpu": create_cpu, "delete_cpu": delete_cpu,
+            "create_passes": _per_machine(passes1 - passes0, n), "delete_passes": _per_machine(passes2 - passes1, n),
             "profile": summary(spy_dir / f"profile-{n}.txt") if spy_dir else None}
 
 
+def _passes(ctl: ControllerProcess) -> Counter[str]:
+    """The controller's reconcile passes so far, by controller (`controller_runtime_reconcile_total`)."""
+    passes: Counter[str] = Counter()
+    for family in text_string_to_metric_families(ctl.metrics()):
+        if family.name == "controller_runtime_reconcile":
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    passes[sample.labels["controller"]] += int(sample.value)
+    return passes
+
+
 def _per_machine(counts: dict[str, int], n: int) -> dict[str, float]:
-    """Requests per Machine by endpoint (`METHOD template`), most first."""
+    """Counts per Machine by key (an endpoint `METHOD template`, a write, a controller), most first."""
     return {k: v / n for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
 
 
@@ -361,6 +378,8 @@ def main() -> int:
     for r in rows:
         for what in ("create", "delete"):
             print(f"  N={r['n']} {what} CPU: {r[f'{what}_cpu'].line()}")
+            parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_passes"].items())
+            print(f"  N={r['n']} {what} reconcile passes per Machine by controller: {parts}")
             parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())

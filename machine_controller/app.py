@@ -99,9 +99,15 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         return WorkQueue(name, controller_rate_limiter(base=config.backoff_base_s, cap=config.backoff_cap_s),
                          registry=registry)
 
+    def machine_controller() -> None:
+        machine_queue = queue("machine")
+        # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/snapshots.py).
+        actuator.wake_with(machine_queue.add)
+        add_machine_controller(manager, rest, machines, actuator, events, machine_queue, workers=config.workers,
+                               mao=mao)
+
     adders = {
-        "machine": lambda: add_machine_controller(manager, rest, machines, actuator, events, queue("machine"),
-                                                  workers=config.workers, mao=mao),
+        "machine": machine_controller,
         "nodelink": lambda: add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink")),
         "ovirt-nodes": lambda: add_node_instance_controller(manager, rest, nodes, instances, events,
                                                             queue("ovirt-node")),

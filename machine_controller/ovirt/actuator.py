@@ -17,7 +17,7 @@ import math
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, Iterable
 
 import ovirtsdk4.types as types
 import structlog
@@ -112,6 +112,11 @@ class _PollBackoff:
     def forget(self, vm_id: str | None, key: str) -> None:
         with self._lock:
             self._seen.pop(vm_id or "", None)
+        self.unplan(key)
+
+    def unplan(self, key: str) -> None:
+        """The Machine `key` is to look at the engine at its next pass, whenever that comes."""
+        with self._lock:
             for verb in ("provision", "delete"):
                 self._planned.pop((verb, key), None)
 
@@ -167,6 +172,15 @@ class OvirtActuator:
         # 409 for the name, then an adoption).
         self._created: dict[str, str] = {}
 
+    def wake_with(self, wake: Callable[[str], None]) -> None:
+        """`wake(key)` makes the Machine `key` look again now (the Machine controller's work queue): a Machine told
+        to wait for the list of its cluster's VMs being taken is woken when that list comes (snapshots.py)."""
+        def woken(keys: Iterable[str]) -> None:
+            for key in keys:
+                self._polls.unplan(key)  # else its pass would be told what it was told before the list came
+                wake(key)
+        self.snapshots.wake_with(woken)
+
     # --- spec ---------------------------------------------------------------------------------------------------
     def spec_of(self, machine: Machine) -> OvirtMachineProviderSpec:
         try:
@@ -201,7 +215,8 @@ class OvirtActuator:
             return self._find_directly(machine)
         known = self._known_id(machine)
         if known:
-            vm = self.snapshots.by_id(cluster.name, known, max(self._acted.get(known, 0.0), fresh_after), may_defer)
+            vm = self.snapshots.by_id(cluster.name, known, max(self._acted.get(known, 0.0), fresh_after), may_defer,
+                                      waiter=machine.key)
             if vm is None and known not in self._removed:  # absent from a list newer than our removal: gone
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
@@ -554,8 +569,10 @@ def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[typ
 
 
 def _next_list(machine: Machine, e: NotYet, vm_id: str | None) -> Progress:
-    # The Machine's last action is newer than the cluster's recent list: looked at again with the next one.
-    return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S, waiting_for="the next list of the VMs",
+    # The Machine's last action is newer than the cluster's recent list: looked at again with the next one (woken
+    # when it comes, if it is being taken).
+    return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S,
+                    waiting_for="the list of the VMs being taken" if e.woken else "the next list of the VMs",
                     instance_id=vm_id,
                     instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE)
                     or (machine.status.provider_status or {}).get("instanceState"))

@@ -15,6 +15,12 @@ three times longer for each step on this project's simulator, hack/bench/machine
 than the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so
 come back together and share it.
 
+A caller that can wait for the list being taken, and names itself (`waiter`), is not told a time to come back:
+it is woken when that list has come (or failed), by the callback given to `wake_with` (the Machine controller's
+work queue), and told to come back only after `WAKE_FALLBACK_S` in case the wake is lost. Told a time, it came
+back when the list should have come, and again while it ran late: at a thousand Machines being deleted that was
+two dozen passes per Machine, most of them to be told to wait (hack/bench/machines.py).
+
 A Machine about to create its VM looks for it by name first. Any list, however old, may tell it that no such VM
 exists: the engine refuses a second VM of the same name, so a stale "absent" costs one refused create and the
 adoption of the VM found then (actuator.py `_create`), never a duplicate. Only a VM found there must come from a
@@ -26,18 +32,26 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 from .client import OvirtClient
 from .listed_vms import ListedVm, read_vms
 
 
-class NotYet(Exception):
-    """The newest list predates the caller's last action, and the next one may only be taken in `after_s`."""
+# How long a caller woken by the list it waits for is told to wait, in case the wake is lost: a list of a thousand
+# VMs takes well under a second on this project's simulator, and an engine's seconds.
+WAKE_FALLBACK_S = 10.0
 
-    def __init__(self, after_s: float):
-        super().__init__(f"the next list of VMs in {after_s:.2f} s")
+
+class NotYet(Exception):
+    """The newest list predates the caller's last action, and the next one may only be taken in `after_s`; with
+    `woken`, the caller will be woken when the list being taken comes, and `after_s` is only a fallback."""
+
+    def __init__(self, after_s: float, woken: bool = False):
+        super().__init__(f"the {'list being taken (woken when it comes)' if woken else 'next list'} of VMs"
+                         f" in {after_s:.2f} s")
         self.after_s = after_s
+        self.woken = woken
 
 
 @dataclass
@@ -59,11 +73,19 @@ class VmSnapshots:
         self._locks: dict[str, threading.Lock] = {}
         self._snaps: dict[str, _Snapshot] = {}
         self._listing: dict[str, float] = {}  # cluster -> when the list being taken was asked for
+        self._waiters: dict[str, set[str]] = {}  # cluster -> callers woken when the list being taken comes
+        self._wake: Callable[[Iterable[str]], None] | None = None
 
-    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False) -> ListedVm | None:
+    def wake_with(self, wake: Callable[[Iterable[str]], None]) -> None:
+        """`wake(waiters)` is called, from the thread that took a list, with the callers waiting for it."""
+        self._wake = wake
+
+    def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False,
+              waiter: str | None = None) -> ListedVm | None:
         """The VM as the engine lists it now, or None when the cluster has no VM of that id. With `may_defer`, a
-        caller that acted after the recent list raises NotYet instead of taking a list before its time."""
-        return self._snapshot(cluster_name, fresh_after, may_defer).by_id.get(vm_id)
+        caller that acted after the recent list raises NotYet instead of taking a list before its time; with
+        `waiter` too, it is woken by name when the list being taken will do for it."""
+        return self._snapshot(cluster_name, fresh_after, may_defer, waiter).by_id.get(vm_id)
 
     def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0,
                 absent_may_be_stale: bool = False) -> list[ListedVm]:
@@ -74,7 +96,7 @@ class VmSnapshots:
                 newest = self._snaps.get(cluster_name)
             if newest is not None and name not in newest.by_name:
                 return []
-        return self._snapshot(cluster_name, fresh_after, False).by_name.get(name, [])
+        return self._snapshot(cluster_name, fresh_after, False, None).by_name.get(name, [])
 
     def seen(self, vm_id: str | None = None, name: str | None = None, within_s: float = 15.0) -> list[ListedVm]:
         """The VMs of that id or exact name in a list of any cluster taken in the last `within_s`, without asking
@@ -93,31 +115,38 @@ class VmSnapshots:
     def now(self) -> float:
         return self._clock()
 
-    def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot:
+    def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot:
         with self._guard:
             lock = self._locks.setdefault(cluster_name, threading.Lock())
         # The list that came is read without the lock: while one caller takes a list, another may be served by
         # the one before it.
-        snap = self._usable(cluster_name, fresh_after, may_defer)
+        snap = self._usable(cluster_name, fresh_after, may_defer, waiter)
         if snap is not None:
             return snap
         # A caller that can wait is not held while a list is taken (a list of a thousand VMs takes seconds, and
-        # every worker of the controller would be held with it): it comes back when the list should have come,
-        # and finds it. Callers that cannot wait share the list being taken.
+        # every worker of the controller would be held with it): it is woken when the list comes, or comes back
+        # when it should have come, and finds it. Callers that cannot wait share the list being taken.
         if not (may_defer and lock.acquire(blocking=False)):
             if may_defer:
-                raise NotYet(self._wait_for(cluster_name, fresh_after))
+                raise self._defer(cluster_name, fresh_after, waiter)
             lock.acquire()
         try:
-            snap = self._usable(cluster_name, fresh_after, may_defer)  # one may have come while we waited
+            snap = self._usable(cluster_name, fresh_after, may_defer, waiter)  # one may have come while we waited
             if snap is not None:
                 return snap
-            started = self._clock()
+            return self._take(cluster_name)
+        finally:
+            lock.release()
+
+    def _take(self, cluster_name: str) -> _Snapshot:
+        """A new list of the cluster (under its lock); whoever waited for it is woken, also when it failed (they
+        take the next one, and meet the failure themselves)."""
+        started = self._clock()
+        with self._guard:
             self._listing[cluster_name] = started
-            try:
-                vms = self._client.cluster_vms(cluster_name, read_vms)
-            finally:
-                self._listing.pop(cluster_name, None)
+        waiters: set[str] = set()
+        try:
+            vms = self._client.cluster_vms(cluster_name, read_vms)
             snap = _Snapshot(started, cost=self._clock() - started)
             for vm in vms:
                 snap.by_id[vm.id] = vm
@@ -125,9 +154,24 @@ class VmSnapshots:
             self._snaps[cluster_name] = snap
             return snap
         finally:
-            lock.release()
+            with self._guard:  # with `_defer`'s check: a caller is either woken or sees no list being taken
+                self._listing.pop(cluster_name, None)
+                waiters = self._waiters.pop(cluster_name, set())
+            if waiters and self._wake is not None:
+                self._wake(sorted(waiters))
 
-    def _usable(self, cluster_name: str, fresh_after: float, may_defer: bool) -> _Snapshot | None:
+    def _defer(self, cluster_name: str, fresh_after: float, waiter: str | None) -> NotYet:
+        """What a caller that can wait is told while a list is taken: woken when it comes, when it will do for
+        the caller (it started after the caller's last action) and the caller can be woken by name; else when to
+        come back (`_wait_for`)."""
+        with self._guard:
+            since = self._listing.get(cluster_name)
+            if since is not None and since >= fresh_after and waiter is not None and self._wake is not None:
+                self._waiters.setdefault(cluster_name, set()).add(waiter)
+                return NotYet(WAKE_FALLBACK_S, woken=True)
+        return NotYet(self._wait_for(cluster_name, fresh_after))
+
+    def _usable(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot | None:
         """The newest list when it is recent and newer than `fresh_after`; None when a new one must be taken. A
         caller that can wait for a newer list than the recent one is told when (NotYet)."""
         snap = self._snaps.get(cluster_name)
@@ -141,7 +185,7 @@ class VmSnapshots:
             return snap
         if may_defer:
             if self._listing.get(cluster_name) is not None:
-                raise NotYet(self._wait_for(cluster_name, fresh_after))
+                raise self._defer(cluster_name, fresh_after, waiter)
             raise NotYet(recent_until - now)
         return None
 

@@ -14,9 +14,9 @@ from hack import ovirt_install
 from machine_controller.controllers.actuator import Progress
 from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
-from machine_controller.ovirt.errors import BadRequestError
+from machine_controller.ovirt.errors import BadRequestError, OvirtError
 from machine_controller.ovirt.listed_vms import read_vms
-from machine_controller.ovirt.snapshots import NotYet, VmSnapshots
+from machine_controller.ovirt.snapshots import WAKE_FALLBACK_S, NotYet, VmSnapshots
 
 from listed_xml import answer
 
@@ -358,3 +358,87 @@ def test_while_a_list_takes_longer_than_the_last_the_callers_that_wait_for_it_ar
         with pytest.raises(NotYet) as wait:
             snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True)
         assert wait.value.after_s == pytest.approx(1.0)  # a quarter of what it took so far, not a moment
+
+
+def test_a_caller_that_names_itself_is_woken_when_the_list_it_waits_for_comes_not_told_a_time():
+    """At a thousand Machines being deleted, callers told when the list should come came back two dozen times per
+    Machine, most of them to be told to wait again (hack/bench/machines.py); woken, they come once."""
+    woken: list[str] = []
+    # The first list: 100 -> 101, recent until 102; the second from 102.5.
+    with _while_the_second_list_is_taken(1.0, 102.5) as (snaps, now):
+        snaps.wake_with(woken.extend)
+        now[0] = 103.0
+        with pytest.raises(NotYet) as wait:
+            snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")
+        assert wait.value.woken and wait.value.after_s == WAKE_FALLBACK_S  # only in case the wake is lost
+        # One that acted after the list being taken started is not woken by it: it is told when the next may be
+        # taken, as before.
+        with pytest.raises(NotYet) as later:
+            snaps.by_id("Default", "vm0", fresh_after=102.8, may_defer=True, waiter="ns/worker-1")
+        assert not later.value.woken and later.value.after_s < WAKE_FALLBACK_S
+        assert woken == []  # not before the list has come
+    assert woken == ["ns/worker-0"]
+    assert snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0").name == "worker-0"
+
+
+def test_a_list_that_fails_wakes_its_waiters_too_so_they_meet_the_failure_themselves():
+    gate, listing = threading.Event(), threading.Event()
+    woken: list[str] = []
+
+    class _Failing:
+        def cluster_vms(self, cluster_name, read):
+            listing.set()
+            gate.wait(5)
+            raise OvirtError("the engine did not answer")
+
+    snaps = VmSnapshots(_Failing(), max_age_s=0.5)
+    snaps.wake_with(woken.extend)
+    failures: list[Exception] = []
+
+    def take() -> None:
+        try:
+            snaps.by_id("Default", "vm0")
+        except OvirtError as e:
+            failures.append(e)
+
+    taker = threading.Thread(target=take)
+    taker.start()
+    try:
+        assert listing.wait(5)
+        with pytest.raises(NotYet) as wait:
+            snaps.by_id("Default", "vm0", may_defer=True, waiter="ns/worker-0")
+        assert wait.value.woken
+    finally:
+        gate.set()
+        taker.join(5)
+    assert failures and woken == ["ns/worker-0"]
+
+
+def test_without_a_name_or_a_wake_a_caller_is_told_when_to_come_back():
+    with _while_the_second_list_is_taken(1.0, 102.5) as (snaps, now):
+        now[0] = 103.0
+        with pytest.raises(NotYet) as unnamed_wake:
+            snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")  # no wake_with
+        snaps.wake_with(lambda keys: None)
+        with pytest.raises(NotYet) as unnamed:
+            snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True)
+    assert not unnamed_wake.value.woken and not unnamed.value.woken
+    assert unnamed.value.after_s == pytest.approx(0.5)  # when the list being taken should come
+
+
+def test_a_machine_woken_by_its_list_looks_at_it_rather_than_being_told_its_last_answer_again():
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    woken: list[str] = []
+    with _while_the_second_list_is_taken(1.0, 102.5) as (snaps, now):
+        actuator = OvirtActuator(None, user_data=lambda ns, name: "{}", snapshots=snaps)
+        actuator.wake_with(woken.append)
+        # What the Machine was told at its last look: the list being taken, in (the fallback) 10 s.
+        actuator._polls.plan("delete", "ns/worker-0", Progress(done=False, requeue_after=WAKE_FALLBACK_S,
+                                                               instance_id="vm0"))
+        assert actuator._polls.early("delete", "ns/worker-0", "vm0") is not None
+        now[0] = 103.0
+        with pytest.raises(NotYet):
+            snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")
+    assert woken == ["ns/worker-0"]
+    assert actuator._polls.early("delete", "ns/worker-0", "vm0") is None  # its next pass looks

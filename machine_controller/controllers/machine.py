@@ -487,7 +487,7 @@ def _raise_write_outcome(e: Exception) -> None:
 def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, actuator: Actuator,
                            events: EventRecorder, queue: WorkQueue, workers: int,
                            mao: MaoCollector | None = None) -> MachineReconciler:
-    reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics(manager.registry))
+    reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics.of(manager.registry))
     machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
     if mao is not None:
         mao.add(MACHINE_ITEMS, machines.store.list, machine_families)

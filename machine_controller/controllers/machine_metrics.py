@@ -8,6 +8,8 @@ import datetime as dt
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from machine_controller.runtime.metrics import family
+
 from .mao_metrics import timestamp_seconds
 
 _PHASE_BUCKETS = (5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 360, 480, 600)
@@ -26,6 +28,12 @@ class MachineMetrics:
                                      labels, registry=registry)
         self.delete_failed = Counter("mapi_instance_delete_failed", "Number of times provider instance delete has failed.",
                                      labels, registry=registry)
+
+    @classmethod
+    def of(cls, registry: CollectorRegistry | None) -> "MachineMetrics":
+        """One set per registry, shared by the controllers that change a Machine's phase (the Machine controller,
+        and nodelink when it writes Running, docs/compatibility.md#nodelink)."""
+        return family(registry, "mapi_machine_phase_transition_seconds", cls)
 
     def observe_phase(self, phase: str, created: str | None) -> None:
         if created:

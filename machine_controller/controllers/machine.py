@@ -252,6 +252,9 @@ class MachineReconciler:
         self._annotate(obj, machine, {keys.ANNOTATION_VM_ID: st.instance_id,
                                       keys.ANNOTATION_INSTANCE_STATE: st.state}, provider_id=st.provider_id)
         addresses = [a.to_dict() for a in st.addresses] if st.addresses is not None and st.has_ip else None
+        # Standalone, our nodelink writes Running with the nodeRef of a Provisioned Machine, and this pass then finds
+        # nothing to write; beside MAO, whose nodelink writes only the nodeRef, Running is written here
+        # (docs/compatibility.md#nodelink).
         phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
         conditions = [true_condition(MachineConditionType.INSTANCE_EXISTS)]
         if _has_false(machine, MachineConditionType.INSTANCE_RUNNING):

@@ -1,6 +1,7 @@
 """Nodelink (docs/compatibility.md#nodelink): each Node is matched to its Machine, by providerID first and then by
 InternalIP; the Machine gets `status.nodeRef`, the Node gets the `machine.openshift.io/machine` annotation and
-the Machine's `spec.metadata` labels/annotations and `spec.taints` (added, never removed)."""
+the Machine's `spec.metadata` labels/annotations and `spec.taints` (added, never removed). A Provisioned Machine
+gets its nodeRef and the phase Running in one status write."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Iterable
 import structlog
 
 from api import keys
+from api.machine import MachinePhase
 from api.meta import format_time, now
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.informer import Informer, Store
@@ -16,6 +18,7 @@ from machine_controller.runtime.kube import Rest, is_conflict, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
+from .machine_metrics import MachineMetrics
 from .node_status import node_ready
 from .resources import MACHINES, NODES
 
@@ -35,15 +38,22 @@ def internal_ip_index(obj: dict) -> Iterable[str]:
             if a.get("type") == "InternalIP" and a.get("address")]
 
 
+def _provisioned(machine: dict) -> bool:
+    """A Provisioned Machine is Running once it has its Node (docs/compatibility.md#machine-phases). A Machine being
+    deleted is never matched to a Node (`machine_for`); one deleted since the cache saw it is the guard's."""
+    return (machine.get("status") or {}).get("phase") == MachinePhase.PROVISIONED
+
+
 class AmbiguousMatch(Exception):
     transient = True
 
 
 class NodeLinkReconciler:
-    def __init__(self, rest: Rest, nodes: Store, machines: Store):
+    def __init__(self, rest: Rest, nodes: Store, machines: Store, metrics: MachineMetrics):
         self._rest = rest
         self._nodes = nodes
         self._machines = machines
+        self._metrics = metrics
         self._ready_seen: dict[str, str | None] = {}  # node name -> Ready status last written to its Machine
 
     def machine_for(self, node: dict) -> dict | None:
@@ -95,14 +105,30 @@ class NodeLinkReconciler:
         if not linked or self._ready_seen.get(meta["name"], "unseen") != ready:
             # As MAO's nodelink, nodeRef and lastUpdated are rewritten at every Ready flip of the Node: the Machine
             # changes, so the Machine controller looks at its instance again (a VM gone, a node unreachable).
-            mm = machine["metadata"]
-            self._rest.merge_patch(MACHINES, mm["name"], {"status": {"nodeRef": ref, "lastUpdated": format_time(now())}},
-                                   mm["namespace"], subresource="status")
+            self._link(machine, ref, running=not linked and _provisioned(machine))
             self._ready_seen[meta["name"]] = ready
             if not linked:
                 log.info("linked machine to node", machine=object_key(machine), node=meta["name"])
         self._sync_node(node, machine)
         return None
+
+    def _link(self, machine: dict, ref: dict, running: bool) -> None:
+        """Write nodeRef and lastUpdated; with `running`, the phase Running too, in the same write, which the
+        Machine controller would otherwise make next (docs/compatibility.md#nodelink). That write is guarded by the
+        resourceVersion nodelink saw Provisioned: a Machine changed meanwhile (failed, deleted) gets 409 and is
+        looked at again, never Running from a stale view. The phase change is observed here, as the Machine
+        controller observes its own, so each Machine reaching Running counts once."""
+        mm = machine["metadata"]
+        status = {"nodeRef": ref, "lastUpdated": format_time(now())}
+        patch: dict = {"status": status}
+        if running:
+            status["phase"] = MachinePhase.RUNNING
+            patch["metadata"] = {"resourceVersion": mm["resourceVersion"]}
+        self._rest.merge_patch(MACHINES, mm["name"], patch, mm["namespace"], subresource="status")
+        if running:
+            self._metrics.observe_phase(MachinePhase.RUNNING, mm.get("creationTimestamp"))
+            log.info("phase changed", machine=object_key(machine), old=MachinePhase.PROVISIONED,
+                     new=MachinePhase.RUNNING)
 
     def _sync_node(self, node: dict, machine: dict) -> None:
         meta = node["metadata"]
@@ -145,7 +171,7 @@ class NodeLinkReconciler:
 def add_nodelink_controller(manager: Manager, rest: Rest, machines: Informer, nodes: Informer, queue: WorkQueue,
                             workers: int = 2) -> NodeLinkReconciler:
     """Both informers carry the providerID and InternalIP indexes the matching reads."""
-    reconciler = NodeLinkReconciler(rest, nodes.store, machines.store)
+    reconciler = NodeLinkReconciler(rest, nodes.store, machines.store, MachineMetrics.of(manager.registry))
     # What nodelink reads of a Node; heartbeats (status.conditions) do not matter to it.
     nodes.add_handler(when_changed(enqueue_object(queue), ("spec", "providerID"), ("spec", "taints"),
                                    ("status", "addresses"), ("metadata", "labels"), ("metadata", "annotations"),

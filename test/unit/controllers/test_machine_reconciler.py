@@ -21,8 +21,8 @@ from machine_controller.controllers.actuator import (ActuatorError, InstanceNotO
                                                      InvalidMachineConfiguration, MissingDependency, Progress)
 from machine_controller.controllers.machine import MachineReconciler
 from machine_controller.controllers.machine_metrics import MachineMetrics
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, internal_ip_index,
-                                                     provider_id_index)
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
+                                                     internal_ip_index, provider_id_index)
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
@@ -185,7 +185,7 @@ def world(row: Row) -> World:
     actuator = FakeActuator(provision=row.provision, status=row.status, delete=row.delete)
     events = RecordingEvents()
     registry = CollectorRegistry()
-    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics(registry))
+    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics.of(registry))
     return World(api, machines, nodes, actuator, events, registry, reconciler)
 
 
@@ -323,6 +323,10 @@ def _terminate_hook_named(w: World) -> None:
     assert terminable["message"] == "Terminate operation currently blocked by: BackupDisks"
 
 
+def _running_counted_once(w: World) -> None:
+    assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Running"}) == 1.0
+
+
 def _someone_else_writes(w: World) -> None:
     w.api.freeze_cache(MACHINES)
     w.api.touch(MACHINES, NAME, NS, {"metadata": {"labels": {"team": "infra"}}})
@@ -396,8 +400,8 @@ ROWS = [
         events=[("Normal", "Created")], calls={"provision": 1, "status": 1}),
     Row("Provisioned with no guest IP yet: looked at again in 5 s", machine("Provisioned"),
         [Result(requeue_after=5.0)], status=[NO_IP_YET], phase="Provisioned", calls={"status": 1}),
-    Row("Provisioned Machine whose Node appears -> Running", machine("Provisioned", node=True), [None],
-        status=[UP], phase="Running", calls={"status": 1}),
+    Row("Provisioned Machine whose Node MAO's nodelink linked -> Running", machine("Provisioned", node=True), [None],
+        status=[UP], phase="Running", calls={"status": 1}, check=_running_counted_once),
     Row("steady Running Machine: one status look, no write", STEADY, [None], status=[UP], phase="Running",
         calls={"status": 1}, check=_writes_nothing),
     # --- the only road to Failed --------------------------------------------------------------------------------
@@ -619,6 +623,23 @@ def test_the_reconciler_leaves_the_informer_cache_as_it_found_it() -> None:
     w.reconciler.reconcile(KEY)
     assert w.machine()["status"]["phase"] == "Provisioned"  # it did write
     assert w.machines.get(KEY) == before
+
+
+def test_after_nodelink_wrote_running_with_the_node_ref_the_machine_controller_writes_nothing() -> None:
+    """Standalone, our nodelink writes Running with the nodeRef (docs/compatibility.md#nodelink): the Machine
+    controller's next pass finds the status it would write (conditions, addresses, providerStatus) and writes
+    nothing, and the Machine reaching Running is counted once."""
+    row = Row("fold", machine("Provisioning"), [], provision=[STARTED], status=[UP, UP], node=node_obj())
+    w = world(row)
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert w.machine()["status"]["phase"] == "Provisioned"
+    nodelink = NodeLinkReconciler(w.api, w.nodes, w.machines, MachineMetrics.of(w.registry))
+    assert nodelink.reconcile_quietly(NODE) is None
+    assert w.machine()["status"]["phase"] == "Running"
+    writes = len(w.api.writes(MACHINES))
+    assert w.reconciler.reconcile(KEY) is None
+    assert len(w.api.writes(MACHINES)) == writes
+    _running_counted_once(w)
 
 
 def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_controller_drains_again() -> None:

@@ -4,10 +4,12 @@ Nodes whose instance is gone) with a scripted `Instances`, and nodelink (Machine
 from __future__ import annotations
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from api import keys
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from machine_controller.controllers.actuator import ActuatorError, InstanceNotOwned, NodeInstance
+from machine_controller.controllers.machine_metrics import MachineMetrics
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, AmbiguousMatch,
                                                      NodeLinkReconciler, internal_ip_index, provider_id_index)
 from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler
@@ -164,7 +166,8 @@ def test_absent_or_deleting_nodes_are_not_looked_up(node_obj):
 # --- nodelink -----------------------------------------------------------------------------------------------------
 
 def machine(name: str, provider_id: str | None = None, ip: str | None = None, deleting: bool = False,
-            labels: dict | None = None, annotations: dict | None = None, taints: list | None = None) -> dict:
+            labels: dict | None = None, annotations: dict | None = None, taints: list | None = None,
+            phase: str = "Provisioned") -> dict:
     meta: dict = {"name": name, "namespace": NS, "finalizers": [keys.MACHINE_FINALIZER]}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
@@ -172,24 +175,37 @@ def machine(name: str, provider_id: str | None = None, ip: str | None = None, de
                   "taints": list(taints or [])}
     if provider_id:
         spec["providerID"] = provider_id
-    status: dict = {"phase": "Provisioned"}
+    status: dict = {"phase": phase}
     if ip:
         status["addresses"] = [{"type": "InternalIP", "address": ip}]
     return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": meta, "spec": spec, "status": status}
 
 
-def link_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeLinkReconciler, FakeApi]:
+def link_world(node_obj: dict, *machine_objs: dict,
+               registry: CollectorRegistry | None = None) -> tuple[NodeLinkReconciler, FakeApi]:
     api = FakeApi()
     nodes = api.cache(NODES, Store(INDEXERS))
     machines = api.cache(MACHINES, Store(INDEXERS))
     api.seed(NODES, node_obj)
     for m in machine_objs:
         api.seed(MACHINES, m)
-    return NodeLinkReconciler(api, nodes, machines), api
+    return NodeLinkReconciler(api, nodes, machines, MachineMetrics(registry if registry is not None else CollectorRegistry())), api
 
 
 def node_ref(api: FakeApi, name: str) -> dict | None:
     return api.object(MACHINES, name, NS)["status"].get("nodeRef")
+
+
+def phase(api: FakeApi, name: str) -> str | None:
+    return api.object(MACHINES, name, NS)["status"].get("phase")
+
+
+def status_writes(api: FakeApi, name: str) -> int:
+    return len([w for w in api.writes(MACHINES) if w[2] == f"{name}/status"])
+
+
+def running_observed(registry: CollectorRegistry) -> float | None:
+    return registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Running"})
 
 
 def test_a_node_is_linked_to_the_machine_of_its_provider_id():
@@ -240,6 +256,44 @@ def test_a_second_pass_with_nothing_new_writes_nothing():
     before = len(api.writes())
     reconciler.reconcile_quietly(NODE)
     assert len(api.writes()) == before
+
+
+def test_a_provisioned_machine_gets_its_node_ref_and_running_in_one_write_counted_once():
+    registry = CollectorRegistry()
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID), registry=registry)
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == "Running"
+    assert status_writes(api, "m") == 1
+    assert running_observed(registry) == 1.0
+
+
+@pytest.mark.parametrize("change", [
+    {"status": {"phase": "Failed", "errorMessage": "Can't find created instance."}},
+    {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Deleting"}},
+], ids=["failed", "deleted"])
+def test_a_machine_changed_since_nodelink_saw_it_provisioned_is_not_made_running(change):
+    """The write of Running is guarded by the resourceVersion the Machine was seen Provisioned at."""
+    registry = CollectorRegistry()
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID), registry=registry)
+    api.freeze_cache(MACHINES)
+    api.touch(MACHINES, "m", NS, change)
+    assert reconciler.reconcile_quietly(NODE) == Result(requeue=True)
+    assert phase(api, "m") == change["status"]["phase"] and node_ref(api, "m") is None
+    assert running_observed(registry) is None
+
+
+@pytest.mark.parametrize("before", ["Provisioning", "Failed", "Running"])
+def test_a_machine_not_provisioned_gets_only_its_node_ref(before):
+    """Only the Machine controller moves a Provisioning Machine on (it makes it Running itself once provisioned
+    and linked); a Failed one stays Failed; a Running one relinked to a new Node stays Running. That write is not
+    guarded, as before the fold: a Machine changed since the cache saw it still gets its nodeRef."""
+    registry = CollectorRegistry()
+    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, phase=before), registry=registry)
+    api.freeze_cache(MACHINES)
+    api.touch(MACHINES, "m", NS, {"metadata": {"labels": {"team": "infra"}}})
+    assert reconciler.reconcile_quietly(NODE) is None
+    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == before
+    assert running_observed(registry) is None
 
 
 def test_a_ready_flip_rewrites_the_node_ref_so_the_machine_is_looked_at_again():

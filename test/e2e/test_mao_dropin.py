@@ -3,10 +3,11 @@
 Standalone, this project's process runs every controller; dropped in beside machine-api-operator (MAO), it runs
 only the actuator side and the MachineSets' capacity annotations, and MAO's own machineset, nodelink and health-check
 controllers (built from MAO's Go module, hack/controlplane/mao.py) do the rest. Either way no field of a MachineSet,
-Machine, Node or MachineHealthCheck may be written by two controllers: the API server records the writer of every
-field in `metadata.managedFields` (named after the writer's user agent), sampled here all along a scale-up. The scenarios themselves (scaling, a
-deleted Machine replaced, a crashed VM replaced or power-cycled) run in both modes in test_machineset_vms.py and
-test_machinehealthcheck.py.
+Machine, Node or MachineHealthCheck may be written by two processes (standalone, this project's nodelink and Machine
+controller both write a Machine's phase, under the process's one field manager: docs/architecture.md#deployment-modes):
+the API server records the writer of every field in `metadata.managedFields` (named after the writer's user agent),
+sampled here all along a scale-up. The scenarios themselves (scaling, a deleted Machine replaced, a crashed VM
+replaced or power-cycled) run in both modes in test_machineset_vms.py and test_machinehealthcheck.py.
 """
 
 from __future__ import annotations

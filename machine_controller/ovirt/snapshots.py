@@ -8,12 +8,14 @@ started is never judged by a list taken before the start); otherwise it takes a 
 share it: those that cannot wait (a status read) wait for it, those that can (`NotYet`) are told to come back
 when it should have come, so no worker of the controller is held for the seconds a long list takes.
 
-A list grows with the cluster: a thousand VMs cost the engine (and this process) seconds to render and parse. So a
-list counts as recent, after it came, for `cost_factor` times what it took (at least `max_age_s`): with the default 1
-the engine spends at most half its time listing for us however many Machines wait (3 made a thousand Machines wait
-three times longer for each step on this project's simulator, hack/bench/machines.py). A caller whose last action is newer
-than the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so
-come back together and share it.
+A list grows with the cluster: a thousand VMs cost the engine (and this process) a good part of a second to render
+and parse, more under load. So a list counts as recent, after it came, for `cost_factor` times what it took (at
+least `max_age_s`, which is what a small cluster sees): with the default 3 the engine spends at most a quarter of
+its time listing for us however many Machines wait. With 1 (half its time) a thousand Machines were all Running in
+67 s instead of 55 s on this project's two-core machine (hack/bench/machines.py, wake on list included): the
+lists cost the simulator and this process CPU that the API server was short of, and a step waited a little longer
+but every step of every Machine went faster. A caller whose last action is newer than the recent list and that can
+wait (`NotYet`) is told when the next list may be taken; the callers told so come back together and share it.
 
 A caller that can wait for the list being taken, and names itself (`waiter`), is not told a time to come back:
 it is woken when that list has come (or failed), by the callback given to `wake_with` (the Machine controller's
@@ -63,7 +65,7 @@ class _Snapshot:
 
 
 class VmSnapshots:
-    def __init__(self, client: OvirtClient, max_age_s: float = 0.5, cost_factor: float = 1.0,
+    def __init__(self, client: OvirtClient, max_age_s: float = 0.5, cost_factor: float = 3.0,
                  clock: Callable[[], float] = time.monotonic):
         self._client = client
         self._max_age = max_age_s

@@ -56,6 +56,8 @@ from machine_controller.runtime.logging import configure_logging
 NS = "openshift-machine-api"
 INFRA_ID = "bench-x7k2p"
 SETTLE_S = 40.0
+# The controller's malloc settings, as the image runs it (Dockerfile's ENV).
+IMAGE_MALLOC = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
 
 
 class Kubectl:
@@ -352,7 +354,7 @@ def main() -> int:
             nodes.close()
             ctl = ControllerProcess(plane.kubeconfig(), work / "controller.log",
                                     extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}"),
-                                    env={"MALLOC_ARENA_MAX": "2"}).start()  # as the image runs it (Dockerfile)
+                                    env=IMAGE_MALLOC).start()
             try:
                 ctl.wait_ready()
                 rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy, plane.state.pids)

@@ -132,8 +132,11 @@ class MachineReconciler:
             self._record_provisioning(obj, machine, progress)
             log.info("provisioning", waiting_for=progress.waiting_for, instance_state=progress.instance_state)
             return Result(requeue_after=progress.requeue_after)
+        # Told once the end of provisioning is written: a pass that read a cache without that write yet gets 409
+        # there (`_refresh` guards it) and tells nothing.
+        result = self._refresh(obj, machine)
         self._events.normal(obj, "Created", f"Created Machine {machine.metadata.name}")
-        return self._refresh(obj, machine)
+        return result
 
     def _invalid(self, obj: dict, machine: Machine, message: str) -> None:
         self._metrics.create_failed.labels(machine.metadata.name, machine.metadata.namespace,
@@ -259,8 +262,11 @@ class MachineReconciler:
         conditions = [true_condition(MachineConditionType.INSTANCE_EXISTS)]
         if _has_false(machine, MachineConditionType.INSTANCE_RUNNING):
             conditions.append(true_condition(MachineConditionType.INSTANCE_RUNNING))  # a refused start got through
+        # Guarded by the resourceVersion the pass read: two passes may follow each other before the watch brings the
+        # first one's write (a wake by the VM list, another writer's event), and the second, still seeing the phase
+        # before, would write and count the change again (docs/architecture.md#from-a-machine-to-a-vm-and-back).
         self._write_status(obj, machine, phase, conditions=conditions, addresses=addresses,
-                           provider_status=st.provider_status)
+                           provider_status=st.provider_status, guarded=True)
         if st.addresses is not None and not st.has_ip:
             return Result(requeue_after=self._timing.waiting_for_ip_s)  # the guest agent has not reported yet
         if phase == MachinePhase.PROVISIONED:

@@ -664,3 +664,22 @@ def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_co
     assert len(node_and_pod_requests()) > len(drained) and ("GET", "nodes", NODE) in node_and_pod_requests()[
         len(drained):]
     assert w.events.reasons() == [("Normal", "Deleted")]  # the drain is told once
+
+
+def test_a_pass_reading_a_cache_without_the_last_status_write_neither_writes_nor_tells_it_again() -> None:
+    """Two passes may follow each other before the watch brings the first one's status write (a wake by the VM
+    list, another writer's event): the second sees the Machine still Provisioning. Its write is guarded by the
+    resourceVersion it read, so it meets 409 and looks again, instead of writing Provisioned, counting it and telling
+    `Created` a second time."""
+    recorded = {keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"}  # no metadata write is due
+    row = Row("stale", machine("Provisioning", provider_id=PID, annotations=recorded), [],
+              provision=[STARTED, STARTED], status=[UP, UP])
+    w = world(row)
+    w.api.freeze_cache(MACHINES)  # the watch brings nothing in between
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert w.machine()["status"]["phase"] == "Provisioned"
+    version = w.machine()["metadata"]["resourceVersion"]
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=0.5)  # 409: looked at again with the newer Machine
+    assert w.machine()["metadata"]["resourceVersion"] == version  # nothing written
+    assert [e.reason for e in w.events.recorded] == ["Created"]
+    assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Provisioned"}) == 1.0

@@ -73,15 +73,20 @@ class EventRecorder:
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()  # dedupe cache (LRU)
         self._similar: OrderedDict[tuple[str, ...], tuple[float, set[str]]] = OrderedDict()  # aggregation
         self._buckets: OrderedDict[tuple[str, ...], TokenBucket] = OrderedDict()
+        # (involvedObject reference, type, reason, message, when)
         self._queue: queue.Queue[tuple[dict[str, Any], str, str, str, float] | None] = queue.Queue(queue_size)
         self._log = get_logger("events", component=component)
         self._thread = threading.Thread(target=self._send_loop, name="event-recorder", daemon=True)
         self._thread.start()
 
     def event(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
-        """Record an event about `obj` (a dict with apiVersion, kind, metadata). Never blocks, never raises."""
+        """Record an event about `obj` (a dict with apiVersion, kind, metadata). Never blocks, never raises.
+
+        The reference to `obj` is taken now, as client-go takes it: the caller may change its object after this
+        returns, and the queue holds a few names instead of the object (a thousand Machines created at once queue a
+        thousand events while the sender writes them one by one)."""
         try:
-            self._queue.put_nowait((obj, type_, reason, message, self._clock()))
+            self._queue.put_nowait((_reference(obj), type_, reason, message, self._clock()))
         except queue.Full:
             self._log.warning("event queue full; dropping event", reason=reason)
 
@@ -122,8 +127,7 @@ class EventRecorder:
             finally:
                 self._queue.task_done()
 
-    def _send(self, obj: dict[str, Any], type_: str, reason: str, message: str, now: float) -> None:
-        ref = _reference(obj)
+    def _send(self, ref: dict[str, Any], type_: str, reason: str, message: str, now: float) -> None:
         namespace = ref.get("namespace") or "default"  # cluster-scoped objects' events go to default (client-go)
         obj_id = (ref["kind"], namespace, ref["name"], ref.get("uid", ""))
 

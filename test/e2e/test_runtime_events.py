@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.kube import CONFIG_MAPS, EVENTS, Rest
 
@@ -77,3 +79,29 @@ def test_a_hot_loop_is_cut_off_by_the_spam_filter(cluster, namespace):
         recorder.close()
     [event] = events_for(rest, namespace, "vm-3")
     assert event["count"] == 5, "only the burst gets through; the rest is dropped, not written"
+
+
+def test_an_event_names_the_object_as_it_was_when_recorded(cluster, namespace):
+    """The reference is taken when the event is recorded, as client-go takes it: a caller that changes its object
+    afterwards (a reconciler writes on after telling) does not change what the queued event says."""
+    rest = Rest(cluster.api_client())
+    obj = make_object(rest, namespace, "vm-4")
+    recorded_version = obj["metadata"]["resourceVersion"]
+    recorder = EventRecorder(cluster.api_client(), component="runtime-e2e")
+    send, gate = recorder._send, threading.Event()
+
+    def held(*args):  # the sender is held until the caller has changed its object
+        gate.wait(10)
+        return send(*args)
+
+    recorder._send = held
+    try:
+        recorder.normal(obj, "Created", "created VM vm-4")
+        obj["metadata"]["resourceVersion"] = "999999"
+        obj["metadata"]["name"] = "someone-else"
+        gate.set()
+        assert recorder.flush(30)
+    finally:
+        recorder.close()
+    [event] = events_for(rest, namespace, "vm-4")
+    assert event["involvedObject"]["resourceVersion"] == recorded_version

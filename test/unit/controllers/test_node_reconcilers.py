@@ -189,7 +189,8 @@ def link_world(node_obj: dict, *machine_objs: dict,
     api.seed(NODES, node_obj)
     for m in machine_objs:
         api.seed(MACHINES, m)
-    return NodeLinkReconciler(api, nodes, machines, MachineMetrics(registry if registry is not None else CollectorRegistry())), api
+    metrics = MachineMetrics(registry if registry is not None else CollectorRegistry())
+    return NodeLinkReconciler(api, nodes, machines, metrics), api
 
 
 def node_ref(api: FakeApi, name: str) -> dict | None:

@@ -146,7 +146,6 @@ class VmSnapshots:
         started = self._clock()
         with self._guard:
             self._listing[cluster_name] = started
-        waiters: set[str] = set()
         try:
             vms = self._client.cluster_vms(cluster_name, read_vms)
             snap = _Snapshot(started, cost=self._clock() - started)

@@ -187,7 +187,6 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     spy = PySpy(pid, spy_dir / f"profile-{n}.txt") if spy_dir else None
     with Sampler(run, watch, pid) as sampler:
         mark = audit.mark()
-        cpu0 = cpu_seconds(pid)
         if spy:
             spy.__enter__()
         passes0 = _passes(ctl)
@@ -196,7 +195,6 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
         watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
         create_s = time.monotonic() - t0
-        cpu1 = cpu_seconds(pid)
         create_cpu = create_shares.stop()
         passes1 = _passes(ctl)
         if spy:
@@ -208,7 +206,6 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
 
         sim.control.reset_counts()
         mark = audit.mark()
-        cpu2 = cpu_seconds(pid)
         run.delete_at = time.monotonic() - sampler.t0
         t1 = time.monotonic()
         delete_shares = CpuShares(pids)
@@ -217,21 +214,20 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         delete_s = time.monotonic() - t1
         delete_cpu = delete_shares.stop()
         passes2 = _passes(ctl)
-        cpu3 = cpu_seconds(pid)
         load2 = os.getloadavg()[0]
     watch.close()
     delete_counts = sim.control.counts()
     delete_requests = sum(delete_counts.values())
     delete_writes = audit.writes_since(mark, COMPONENT)
+    cpu_s, delete_cpu_s = create_cpu.cpu_seconds("controller"), delete_cpu.cpu_seconds("controller")
     if plot_dir:
         draw(run, plot_dir / f"bench-{n}.png", f"N={n}: all Running {create_s:.1f} s (floor {floor.seconds:.1f} s), "
-             f"controller CPU {1000 * (cpu1 - cpu0) / n:.0f} ms per Machine, "
+             f"controller CPU {1000 * cpu_s / n:.0f} ms per Machine, "
              f"{sum(create_writes.values()) / n:.1f} API writes per Machine; deleted in {delete_s:.1f} s")
     return {"n": n, "create_s": create_s, "floor_s": floor.seconds, "ratio": create_s / floor.seconds,
             "create_req_per_machine": create_requests / n,
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
-            "cpu_s": cpu1 - cpu0, "cpu_ms_per_machine": 1000 * (cpu1 - cpu0) / n,
-            "delete_cpu_ms_per_machine": 1000 * (cpu3 - cpu2) / n,
+            "cpu_s": cpu_s, "cpu_ms_per_machine": 1000 * cpu_s / n, "delete_cpu_ms_per_machine": 1000 * delete_cpu_s / n,
             "peak_rss_mib": status_mib(pid, "VmHWM"), "load": (load0, load1, load2),
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),

@@ -53,6 +53,10 @@ class Shares:
     busy: float  # share of all cores the machine was busy, 0..1
     by_name: dict[str, float]  # share of all cores each named process used, 0..1, largest first
 
+    def cpu_seconds(self, name: str) -> float:
+        """The CPU seconds the named process used in the phase."""
+        return self.by_name[name] * self.seconds * (os.cpu_count() or 1)
+
     def line(self) -> str:
         cores = os.cpu_count() or 1
         parts = ", ".join(f"{name} {100 * share:.0f} %" for name, share in self.by_name.items())

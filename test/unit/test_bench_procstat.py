@@ -2,29 +2,40 @@
 
 import subprocess
 import sys
-import time
 
 from hack.bench.procstat import CpuShares, cpu_seconds, status_mib
 
-SPIN = "import time\nend = time.monotonic() + 0.6\nwhile time.monotonic() < end: pass\n"
+# Spins for 0.3 s of its own CPU between "go" and "done", however loaded the machine is (tests run beside it).
+SPIN = """import sys, time
+print("ready", flush=True)
+sys.stdin.readline()
+end = time.process_time() + 0.3
+while time.process_time() < end:
+    pass
+print("done", flush=True)
+sys.stdin.readline()
+"""
 
 
 def test_a_busy_process_has_the_share_it_used_and_an_idle_one_none():
-    busy = subprocess.Popen([sys.executable, "-c", SPIN])
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    busy = subprocess.Popen([sys.executable, "-c", SPIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        time.sleep(0.05)
+        assert busy.stdout.readline() == "ready\n"
         shares = CpuShares({"busy": busy.pid, "idle": idle.pid})
-        time.sleep(0.8)
-        result = shares.stop()
+        busy.stdin.write("go\n")
+        busy.stdin.flush()
+        assert busy.stdout.readline() == "done\n"
+        result = shares.stop()  # the spinner still runs, blocked on its input
     finally:
+        busy.stdin.close()
         busy.wait(timeout=10)
         idle.kill()
     assert list(result.by_name) == ["busy", "idle"]  # largest first
     assert result.by_name["idle"] < 0.05
-    # The spinner used about 0.55 s of one core over the phase; the machine was at least that busy.
+    # The spinner used its 0.3 s (and a little to read and write a line); the machine was at least that busy.
     cpu_s = result.cpu_seconds("busy")
-    assert 0.2 < cpu_s < 1.0, cpu_s
+    assert 0.28 < cpu_s < 0.5, cpu_s
     assert result.busy >= result.by_name["busy"] * 0.9
     assert "busy" in result.line() and "% busy of" in result.line()
 

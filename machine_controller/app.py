@@ -103,8 +103,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         machine_queue = queue("machine")
         # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/snapshots.py).
         actuator.wake_with(machine_queue.add)
-        add_machine_controller(manager, rest, machines, actuator, events, machine_queue, workers=config.workers,
-                               mao=mao)
+        add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
+                               workers=config.workers, mao=mao)
 
     adders = {
         "machine": machine_controller,

@@ -99,8 +99,10 @@ class Actuator(Protocol):
         """Take the next step towards a running instance for `machine`; `done` once it runs. Raises
         InvalidMachineConfiguration, MissingDependency or ActuatorError."""
 
-    def status(self, machine: Machine) -> InstanceStatus | None:
-        """The instance as it is now, or None when there is none."""
+    def status(self, machine: Machine, fresh: bool = False) -> InstanceStatus | None:
+        """The instance as it is now, or None when there is none. With `fresh`, from what the cloud says after
+        this call began, never from a view the provider kept from before (the Machine's Node vanished or stopped
+        being Ready: its instance may have gone a moment ago)."""
 
     def delete(self, machine: Machine) -> Progress:
         """Take the next step towards no instance (stopped, data disks detached, removed); `done` once gone."""

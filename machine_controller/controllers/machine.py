@@ -21,8 +21,8 @@ from api.machine import Machine, MachineConditionReason, MachineConditionType, M
 from api.meta import ConditionSeverity, false_condition, format_time, now, set_condition, true_condition, unknown_condition
 from machine_controller.runtime.controller import Controller, OwnWrites, Result, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
-from machine_controller.runtime.informer import Informer, Store
-from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
+from machine_controller.runtime.informer import EventHandler, Informer, Store
+from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
@@ -31,7 +31,9 @@ from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachine
 from .drain import Drainer
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
+from .node_status import node_ready
 from .node_storage import hold_for_volumes
+from .nodelink import INDEX_PROVIDER_ID
 from .resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
@@ -75,9 +77,19 @@ class MachineReconciler:
         # Machine key -> (uid, Node) whose drain this process finished in the deletion under way: the passes that
         # stop and remove the VM do not drain again (see `_delete`).
         self._drained: dict[str, tuple[str, str]] = {}
+        # Machines whose Node vanished or stopped being Ready since their last pass: the next pass looks at the
+        # instance afresh (`node_lost`).
+        self._doubted: set[str] = set()
 
     # --- entry point ----------------------------------------------------------------------------------------
+    def node_lost(self, key: str) -> None:
+        """The Machine `key`'s Node vanished or stopped being Ready: its instance may be gone or stopped this very
+        moment, so its next pass judges it from what the provider says after that pass began."""
+        self._doubted.add(key)
+
     def reconcile(self, key: str) -> Result | None:
+        fresh = key in self._doubted
+        self._doubted.discard(key)
         cached = self._machines.get(key)
         if cached is None:
             self._drained.pop(key, None)
@@ -103,7 +115,7 @@ class MachineReconciler:
                 return None
             if phase in ("", MachinePhase.PROVISIONING):
                 return self._provision(obj, machine)
-            return self._refresh(obj, machine)
+            return self._refresh(obj, machine, fresh=fresh)
         except Requeue as r:
             return Result(requeue_after=r.after)
         except MachineGone:
@@ -232,9 +244,9 @@ class MachineReconciler:
         self._annotate(obj, machine, annotations)
 
     # --- steady state ---------------------------------------------------------------------------------------
-    def _refresh(self, obj: dict, machine: Machine) -> Result | None:
+    def _refresh(self, obj: dict, machine: Machine, fresh: bool = False) -> Result | None:
         try:
-            st = self._actuator.status(machine)
+            st = self._actuator.status(machine, fresh=fresh)
         except InstanceNotOwned as e:
             return self._not_owned(obj, machine, e)
         except ActuatorError as e:
@@ -493,11 +505,35 @@ def _raise_write_outcome(e: Exception) -> None:
         raise MachineGone() from None
 
 
-def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, actuator: Actuator,
+def node_lost_handler(machines: Store, reconciler: MachineReconciler, queue: WorkQueue) -> EventHandler:
+    """A Node deleted, or whose Ready condition leaves True, makes the Machine of its providerID look at its
+    instance afresh (`MachineReconciler.node_lost`). Nodelink's rewrite of the Machine at a Ready flip is not
+    enough: the node controller deletes the Node of a removed VM at once, nodelink then finds no Node to link,
+    and the Machine stayed `Running` without a VM until the next resync (docs/compatibility.md#machine-phases).
+    A Machine being deleted is not woken: its deletion removes the Node itself."""
+
+    def lost(node: dict) -> None:
+        pid = (node.get("spec") or {}).get("providerID")
+        for machine in machines.by_index(INDEX_PROVIDER_ID, pid) if pid else []:
+            if not machine["metadata"].get("deletionTimestamp"):
+                key = object_key(machine)
+                reconciler.node_lost(key)
+                queue.add(key)
+
+    def on_update(old: dict, new: dict) -> None:
+        if node_ready(old) == "True" and node_ready(new) != "True":
+            lost(new)
+
+    return EventHandler(on_update=on_update, on_delete=lost)
+
+
+def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, nodes: Informer, actuator: Actuator,
                            events: EventRecorder, queue: WorkQueue, workers: int,
                            mao: MaoCollector | None = None) -> MachineReconciler:
+    """`machines` carries the providerID index (nodelink.py), by which a Node's loss reaches its Machine."""
     reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics.of(manager.registry))
     machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
+    nodes.add_handler(node_lost_handler(machines.store, reconciler, queue))
     if mao is not None:
         mao.add(MACHINE_ITEMS, machines.store.list, machine_families)
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,

@@ -445,8 +445,8 @@ class OvirtActuator:
                 self.client.add_nic(vm.id, name, profile)
 
     # --- status -------------------------------------------------------------------------------------------------
-    def status(self, machine: Machine, vm: types.Vm | None = None) -> InstanceStatus | None:
-        vm = vm or self.find_vm(machine)
+    def status(self, machine: Machine, fresh: bool = False, vm: types.Vm | None = None) -> InstanceStatus | None:
+        vm = vm or self.find_vm(machine, fresh_after=self.snapshots.now() if fresh else 0.0)
         if vm is None:
             return None
         cluster = self._cluster_of(machine)

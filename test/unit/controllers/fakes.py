@@ -385,7 +385,9 @@ class FakeActuator:
     def provision(self, machine: Machine) -> Progress:
         return self._answer("provision", machine.metadata.name)
 
-    def status(self, machine: Machine) -> InstanceStatus | None:
+    def status(self, machine: Machine, fresh: bool = False) -> InstanceStatus | None:
+        if fresh:
+            self.calls["status fresh"] += 1
         return self._answer("status", machine.metadata.name)
 
     def delete(self, machine: Machine) -> Progress:

@@ -19,7 +19,7 @@ from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from api.meta import NodeAddress, format_time, now
 from machine_controller.controllers.actuator import (ActuatorError, InstanceNotOwned, InstanceStatus,
                                                      InvalidMachineConfiguration, MissingDependency, Progress)
-from machine_controller.controllers.machine import MachineReconciler
+from machine_controller.controllers.machine import MachineReconciler, node_lost_handler
 from machine_controller.controllers.machine_metrics import MachineMetrics
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
                                                      internal_ip_index, provider_id_index)
@@ -683,3 +683,65 @@ def test_a_pass_reading_a_cache_without_the_last_status_write_neither_writes_nor
     assert w.machine()["metadata"]["resourceVersion"] == version  # nothing written
     assert [e.reason for e in w.events.recorded] == ["Created"]
     assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Provisioned"}) == 1.0
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def add(self, key: str) -> None:
+        self.keys.append(key)
+
+
+def _not_ready(node: dict, status: str = "Unknown") -> dict:
+    changed = copy.deepcopy(node)
+    changed["status"]["conditions"] = [{"type": "Ready", "status": status}]
+    return changed
+
+
+def test_a_machine_whose_node_is_deleted_looks_at_its_instance_afresh_and_fails_when_it_is_gone() -> None:
+    """The node controller deletes the Node of a removed VM at once, before nodelink could rewrite the Machine at
+    the Node's Ready flip: the Machine is woken by the Node's deletion itself, and its pass asks the provider what
+    is there now rather than what a list from before the removal said (docs/compatibility.md#machine-phases)."""
+    running = machine("Running", node=True, provider_id=PID, addresses=[a.to_dict() for a in ADDRESSES],
+                      annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+                      provider_status=UP.provider_status)
+    w = world(Row("node deleted", running, [], node=node_obj(), status=[None]))
+    queue = _Queue()
+    handler = node_lost_handler(w.machines, w.reconciler, queue)
+    handler.on_delete(node_obj())
+    assert queue.keys == [KEY]
+    assert w.reconciler.reconcile(KEY) is None
+    assert w.actuator.calls == {"status": 1, "status fresh": 1}
+    status = w.machine()["status"]
+    assert status["phase"] == "Failed" and status["errorMessage"] == "Can't find created instance."
+
+
+def test_only_a_node_leaving_ready_or_gone_wakes_its_machine_and_only_its_next_pass_looks_afresh() -> None:
+    running = machine("Running", node=True, provider_id=PID, addresses=[a.to_dict() for a in ADDRESSES],
+                      annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+                      provider_status=UP.provider_status)
+    w = world(Row("node flips", running, [], node=node_obj(), status=[UP]))
+    queue = _Queue()
+    handler = node_lost_handler(w.machines, w.reconciler, queue)
+    ready, new = node_obj(), _not_ready(node_obj(), "False")
+    handler.on_update(_not_ready(ready, "Unknown"), ready)  # becoming Ready says nothing is lost
+    handler.on_update(ready, copy.deepcopy(ready))  # a heartbeat
+    other = node_obj()
+    other["spec"]["providerID"] = OTHER_PID
+    handler.on_delete(other)  # another Machine's Node (none here)
+    handler.on_delete({"metadata": {"name": "no-provider-id"}, "spec": {}})
+    assert queue.keys == []
+    handler.on_update(ready, new)
+    assert queue.keys == [KEY]
+    assert w.reconciler.reconcile(KEY) is None
+    assert w.reconciler.reconcile(KEY) is None
+    assert w.actuator.calls == {"status": 2, "status fresh": 1}
+    assert w.machine()["status"]["phase"] == "Running"
+
+
+def test_a_machine_being_deleted_is_not_woken_by_the_node_its_deletion_removes() -> None:
+    w = world(Row("deleting", machine("Deleting", deleting=True, node=True, provider_id=PID), [], node=node_obj()))
+    queue = _Queue()
+    node_lost_handler(w.machines, w.reconciler, queue).on_delete(node_obj())
+    assert queue.keys == []

@@ -442,3 +442,34 @@ def test_a_machine_woken_by_its_list_looks_at_it_rather_than_being_told_its_last
             snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")
     assert woken == ["ns/worker-0"]
     assert actuator._polls.early("delete", "ns/worker-0", "vm0") is None  # its next pass looks
+
+
+def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
+    """The Machine controller asks for its instance `fresh` when the Machine's Node vanished or left Ready: the VM
+    may have been removed a moment ago, after the list that still serves everyone else was taken."""
+    from api import keys
+    from api.machine import Machine
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        raw = ovirt_install.machine_for(inst, "ns", "worker-f", affinity_groups_names=None)
+        vms = conn.system_service().vms_service()
+        vm = vms.add(types.Vm(name="worker-f", cluster=types.Cluster(id=inst.cluster_id),
+                              template=types.Template(name=inst.template_name)))
+        deadline = time.monotonic() + 30
+        while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:
+            assert time.monotonic() < deadline, "the new VM's disks were not unlocked"
+            time.sleep(0.1)
+        raw["metadata"].setdefault("annotations", {})[keys.ANNOTATION_VM_ID] = vm.id
+        machine = Machine.from_dict(raw)
+        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}",
+                                 snapshots=VmSnapshots(ovirt, max_age_s=60.0))  # a list stays recent for a minute
+        assert actuator.status(machine).instance_id == vm.id
+        vms.vm_service(vm.id).remove()
+        assert actuator.status(machine).instance_id == vm.id  # the recent list, taken before the removal
+        assert actuator.status(machine, fresh=True) is None
+    finally:
+        conn.close()

@@ -473,3 +473,35 @@ def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
         assert actuator.status(machine, fresh=True) is None
     finally:
         conn.close()
+
+
+def test_a_deletion_ends_in_the_pass_that_removed_the_vm_once_the_engine_says_it_is_gone(sim_and_client):
+    """The engine drops a VM's row before it answers its removal: asked for that id at once it says 404, so the
+    Machine's deletion ends in the same pass, without waiting for a list of the cluster taken after the removal."""
+    from api import keys
+    from api.machine import Machine
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        inst = ovirt_install.prepare(conn, "infra-1")
+        raw = ovirt_install.machine_for(inst, "ns", "worker-d", affinity_groups_names=None)
+        vms = conn.system_service().vms_service()
+        vm = vms.add(types.Vm(name="worker-d", cluster=types.Cluster(id=inst.cluster_id),
+                              template=types.Template(name=inst.template_name)))
+        deadline = time.monotonic() + 30
+        while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:
+            assert time.monotonic() < deadline, "the new VM's disks were not unlocked"
+            time.sleep(0.1)
+        raw["metadata"].setdefault("annotations", {})[keys.ANNOTATION_VM_ID] = vm.id
+        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}")
+        sim.control.reset_counts()
+        progress = actuator.delete(Machine.from_dict(raw))
+        assert progress.done
+        counts = sim.control.counts()
+        assert counts.get("DELETE /vms/{vm}") == 1 and counts.get("GET /vms/{vm}") == 1
+        assert counts.get("GET /vms") == 1  # the list that found it down, taken after the deletion began
+        assert vms.list(search="name=worker-d") == []
+    finally:
+        conn.close()

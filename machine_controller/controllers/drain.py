@@ -13,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from api.meta import parse_time
+from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify, is_not_found
 
 from .node_status import node_ready
@@ -49,18 +50,23 @@ def _deletion_older_than(pod: dict, seconds: float) -> bool:
 
 
 class Drainer:
-    def __init__(self, rest: Rest):
+    def __init__(self, rest: Rest, nodes: Store | None = None):
+        """`nodes`: the Node informer's cache, read for the Node as MAO's drain reads it (controller-runtime's
+        cached client); a Node not in it yet is asked of the API server."""
         self._rest = rest
+        self._nodes = nodes
 
     def drain(self, node_name: str) -> DrainProgress:
+        node = self._nodes.get(node_name) if self._nodes is not None else None
         try:
-            node = self._rest.get(NODES, node_name)
+            if node is None:
+                node = self._rest.get(NODES, node_name)
+            if not node.get("spec", {}).get("unschedulable"):
+                self._rest.merge_patch(NODES, node_name, {"spec": {"unschedulable": True}})
         except Exception as e:
             if is_not_found(e):
                 return DrainProgress(True, "node already gone")  # MAO: a missing node counts as drained
             raise
-        if not node.get("spec", {}).get("unschedulable"):
-            self._rest.merge_patch(NODES, node_name, {"spec": {"unschedulable": True}})
         unreachable = node_unreachable(node)
         pods = self._rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"})
         remaining, blocked = [], []

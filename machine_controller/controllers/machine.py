@@ -32,7 +32,7 @@ from .drain import Drainer
 from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
 from .mao_metrics import MaoCollector
 from .node_status import node_ready
-from .node_storage import hold_for_volumes
+from .node_storage import hold_for_volumes, volume_attachments
 from .nodelink import INDEX_PROVIDER_ID
 from .resources import MACHINES, NODES
 
@@ -63,14 +63,15 @@ class MachineGone(Exception):
 
 class MachineReconciler:
     def __init__(self, rest: Rest, machines: Store, actuator: Actuator, events: EventRecorder,
-                 metrics: MachineMetrics, timing: MachineTiming = MachineTiming()):
+                 metrics: MachineMetrics, timing: MachineTiming = MachineTiming(), nodes: Store | None = None):
+        """`nodes`: the Node informer's cache, which the drain reads (drain.py)."""
         self._rest = rest
         self._machines = machines
         self._actuator = actuator
         self._events = events
         self._metrics = metrics
         self._timing = timing
-        self._drainer = Drainer(rest)
+        self._drainer = Drainer(rest, nodes)
         # A pass goes on after its writes (the finalizer, then Provisioning with the instance's id), so the events
         # of those writes have nothing to tell it.
         self.own_writes = OwnWrites()
@@ -362,6 +363,8 @@ class MachineReconciler:
         attached to a Node that cannot confirm the unmount for six minutes, and a ReadWriteOnce volume (a
         StatefulSet's disk) attaches nowhere else meanwhile. So a Node that still has VolumeAttachments gets the
         out-of-service taint, and is deleted once they are gone (node_storage.py). None: the Node may go now."""
+        if not volume_attachments(self._rest, node):
+            return None  # the Node, read only for its taints, is not read at all (a thousand reads at N=1000)
         try:
             current = self._rest.get(NODES, node)
         except Exception as e:
@@ -531,7 +534,8 @@ def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, nod
                            events: EventRecorder, queue: WorkQueue, workers: int,
                            mao: MaoCollector | None = None) -> MachineReconciler:
     """`machines` carries the providerID index (nodelink.py), by which a Node's loss reaches its Machine."""
-    reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics.of(manager.registry))
+    reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics.of(manager.registry),
+                                   nodes=nodes.store)
     machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
     nodes.add_handler(node_lost_handler(machines.store, reconciler, queue))
     if mao is not None:

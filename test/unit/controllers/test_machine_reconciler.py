@@ -185,7 +185,7 @@ def world(row: Row) -> World:
     actuator = FakeActuator(provision=row.provision, status=row.status, delete=row.delete)
     events = RecordingEvents()
     registry = CollectorRegistry()
-    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics.of(registry))
+    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics.of(registry), nodes=nodes)
     return World(api, machines, nodes, actuator, events, registry, reconciler)
 
 
@@ -208,6 +208,11 @@ def _tainted_then_detached(w: World, i: int) -> None:
          "timeAdded": node["spec"]["taints"][-1]["timeAdded"]}]
     if i == 1:
         w.api.remove(VOLUME_ATTACHMENTS, "csi-1")
+
+
+def _node_not_read(w: World) -> None:
+    """Without VolumeAttachments the Node, read only for its taints, is not read before it is deleted."""
+    assert ("GET", "nodes", NODE) not in w.api.requests
 
 
 def _writes_nothing(w: World) -> None:
@@ -496,7 +501,7 @@ ROWS = [
     Row("deletion: instance gone -> Node deleted, finalizer removed, Machine gone",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], node=node_obj(True),
         delete=[GONE_FROM_CLOUD], phase=GONE, events=[("Normal", "Deleted")], node_after="gone",
-        calls={"delete": 1}),
+        calls={"delete": 1}, check=_node_not_read),
     Row("deletion start to end: PDB, eviction, kubelet, instance delete, Node, finalizer",
         machine("Running", deleting=True, node=True), [Result(requeue_after=20.0), Result(requeue_after=5.0),
                                                        Result(requeue_after=5.0), None],
@@ -654,11 +659,13 @@ def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_co
 
     assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
     drained = node_and_pod_requests()
-    assert ("GET", "nodes", NODE) in drained and ("PATCH", "nodes", NODE) in drained
+    # The Node is read from the informer's cache, as MAO's drain reads it; it is cordoned, and its pods listed.
+    assert drained == [("PATCH", "nodes", NODE), ("GET", "pods", None)]
     assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
     assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
     assert node_and_pod_requests() == drained
     assert w.actuator.calls["delete"] == 3
+    # Restarted, here without a Node cache: the Node is asked of the API server.
     restarted = MachineReconciler(w.api, w.machines, w.actuator, w.events, MachineMetrics(CollectorRegistry()))
     assert restarted.reconcile(KEY) == Result(requeue_after=5.0)
     assert len(node_and_pod_requests()) > len(drained) and ("GET", "nodes", NODE) in node_and_pod_requests()[
@@ -745,3 +752,12 @@ def test_a_machine_being_deleted_is_not_woken_by_the_node_its_deletion_removes()
     queue = _Queue()
     node_lost_handler(w.machines, w.reconciler, queue).on_delete(node_obj())
     assert queue.keys == []
+
+
+def test_a_node_the_cache_still_has_but_the_api_server_no_longer_has_counts_as_drained() -> None:
+    from machine_controller.controllers.drain import Drainer
+
+    cache = Store()
+    cache.put(node_obj())
+    progress = Drainer(FakeApi(), cache).drain(NODE)  # the cordon meets 404: the Node was deleted meanwhile
+    assert (progress.done, progress.message) == (True, "node already gone")

@@ -700,6 +700,12 @@ class _Queue:
         self.keys.append(key)
 
 
+def _running_with_its_node() -> dict:
+    return machine("Running", node=True, provider_id=PID, addresses=[a.to_dict() for a in ADDRESSES],
+                   annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
+                   provider_status=UP.provider_status)
+
+
 def _not_ready(node: dict, status: str = "Unknown") -> dict:
     changed = copy.deepcopy(node)
     changed["status"]["conditions"] = [{"type": "Ready", "status": status}]
@@ -710,10 +716,7 @@ def test_a_machine_whose_node_is_deleted_looks_at_its_instance_afresh_and_fails_
     """The node controller deletes the Node of a removed VM at once, before nodelink could rewrite the Machine at
     the Node's Ready flip: the Machine is woken by the Node's deletion itself, and its pass asks the provider what
     is there now rather than what a list from before the removal said (docs/compatibility.md#machine-phases)."""
-    running = machine("Running", node=True, provider_id=PID, addresses=[a.to_dict() for a in ADDRESSES],
-                      annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
-                      provider_status=UP.provider_status)
-    w = world(Row("node deleted", running, [], node=node_obj(), status=[None]))
+    w = world(Row("node deleted", _running_with_its_node(), [], node=node_obj(), status=[None]))
     queue = _Queue()
     handler = node_lost_handler(w.machines, w.reconciler, queue)
     handler.on_delete(node_obj())
@@ -725,10 +728,7 @@ def test_a_machine_whose_node_is_deleted_looks_at_its_instance_afresh_and_fails_
 
 
 def test_only_a_node_leaving_ready_or_gone_wakes_its_machine_and_only_its_next_pass_looks_afresh() -> None:
-    running = machine("Running", node=True, provider_id=PID, addresses=[a.to_dict() for a in ADDRESSES],
-                      annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "up"},
-                      provider_status=UP.provider_status)
-    w = world(Row("node flips", running, [], node=node_obj(), status=[UP]))
+    w = world(Row("node flips", _running_with_its_node(), [], node=node_obj(), status=[UP]))
     queue = _Queue()
     handler = node_lost_handler(w.machines, w.reconciler, queue)
     ready, new = node_obj(), _not_ready(node_obj(), "False")

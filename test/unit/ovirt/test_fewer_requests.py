@@ -444,27 +444,34 @@ def test_a_machine_woken_by_its_list_looks_at_it_rather_than_being_told_its_last
     assert actuator._polls.early("delete", "ns/worker-0", "vm0") is None  # its next pass looks
 
 
+def _machine_with_a_down_vm(conn, name: str):
+    """The Machine `name` (its VmId annotated) and its VM, created in the engine beside it and down (its disks
+    unlocked); and the engine's VMs service."""
+    from api import keys
+    from api.machine import Machine
+
+    inst = ovirt_install.prepare(conn, "infra-1")
+    raw = ovirt_install.machine_for(inst, "ns", name, affinity_groups_names=None)
+    vms = conn.system_service().vms_service()
+    vm = vms.add(types.Vm(name=name, cluster=types.Cluster(id=inst.cluster_id),
+                          template=types.Template(name=inst.template_name)))
+    deadline = time.monotonic() + 30
+    while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:
+        assert time.monotonic() < deadline, "the new VM's disks were not unlocked"
+        time.sleep(0.1)
+    raw["metadata"].setdefault("annotations", {})[keys.ANNOTATION_VM_ID] = vm.id
+    return Machine.from_dict(raw), vm, vms
+
+
 def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
     """The Machine controller asks for its instance `fresh` when the Machine's Node vanished or left Ready: the VM
     may have been removed a moment ago, after the list that still serves everyone else was taken."""
-    from api import keys
-    from api.machine import Machine
     from machine_controller.ovirt.actuator import OvirtActuator
 
     sim, ovirt = sim_and_client
     conn = sim.connection()
     try:
-        inst = ovirt_install.prepare(conn, "infra-1")
-        raw = ovirt_install.machine_for(inst, "ns", "worker-f", affinity_groups_names=None)
-        vms = conn.system_service().vms_service()
-        vm = vms.add(types.Vm(name="worker-f", cluster=types.Cluster(id=inst.cluster_id),
-                              template=types.Template(name=inst.template_name)))
-        deadline = time.monotonic() + 30
-        while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:
-            assert time.monotonic() < deadline, "the new VM's disks were not unlocked"
-            time.sleep(0.1)
-        raw["metadata"].setdefault("annotations", {})[keys.ANNOTATION_VM_ID] = vm.id
-        machine = Machine.from_dict(raw)
+        machine, vm, vms = _machine_with_a_down_vm(conn, "worker-f")
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}",
                                  snapshots=VmSnapshots(ovirt, max_age_s=60.0))  # a list stays recent for a minute
         assert actuator.status(machine).instance_id == vm.id
@@ -478,26 +485,15 @@ def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
 def test_a_deletion_ends_in_the_pass_that_removed_the_vm_once_the_engine_says_it_is_gone(sim_and_client):
     """The engine drops a VM's row before it answers its removal: asked for that id at once it says 404, so the
     Machine's deletion ends in the same pass, without waiting for a list of the cluster taken after the removal."""
-    from api import keys
-    from api.machine import Machine
     from machine_controller.ovirt.actuator import OvirtActuator
 
     sim, ovirt = sim_and_client
     conn = sim.connection()
     try:
-        inst = ovirt_install.prepare(conn, "infra-1")
-        raw = ovirt_install.machine_for(inst, "ns", "worker-d", affinity_groups_names=None)
-        vms = conn.system_service().vms_service()
-        vm = vms.add(types.Vm(name="worker-d", cluster=types.Cluster(id=inst.cluster_id),
-                              template=types.Template(name=inst.template_name)))
-        deadline = time.monotonic() + 30
-        while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:
-            assert time.monotonic() < deadline, "the new VM's disks were not unlocked"
-            time.sleep(0.1)
-        raw["metadata"].setdefault("annotations", {})[keys.ANNOTATION_VM_ID] = vm.id
+        machine, vm, vms = _machine_with_a_down_vm(conn, "worker-d")
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}")
         sim.control.reset_counts()
-        progress = actuator.delete(Machine.from_dict(raw))
+        progress = actuator.delete(machine)
         assert progress.done
         counts = sim.control.counts()
         assert counts.get("DELETE /vms/{vm}") == 1 and counts.get("GET /vms/{vm}") == 1

@@ -501,3 +501,28 @@ def test_a_deletion_ends_in_the_pass_that_removed_the_vm_once_the_engine_says_it
         assert vms.list(search="name=worker-d") == []
     finally:
         conn.close()
+
+
+def test_a_failed_ask_after_the_removal_leaves_it_to_the_next_list(sim_and_client):
+    """The removal is done when the engine accepted it: a failed look at the removed VM is no error of the deletion,
+    which ends when a list taken after the removal no longer has the VM."""
+    from machine_controller.ovirt.actuator import OvirtActuator
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        machine, vm, vms = _machine_with_a_down_vm(conn, "worker-e")
+        actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}")
+        sim.control.inject_fault(f"/vms/{vm.id}", method="GET", status=400, count=None)
+        progress = actuator.delete(machine)
+        assert not progress.done and progress.waiting_for == "the VM to be gone"
+        assert vms.list(search="name=worker-e") == []
+        sim.control.reset_counts()
+        deadline = time.monotonic() + 10
+        while not progress.done:  # looked at again when told, as the work queue would
+            assert time.monotonic() < deadline, progress
+            time.sleep(progress.requeue_after)
+            progress = actuator.delete(machine)
+        assert "GET /vms" in sim.control.counts()  # the list that said it is gone
+    finally:
+        conn.close()

@@ -363,7 +363,8 @@ class MachineReconciler:
         attached to a Node that cannot confirm the unmount for six minutes, and a ReadWriteOnce volume (a
         StatefulSet's disk) attaches nowhere else meanwhile. So a Node that still has VolumeAttachments gets the
         out-of-service taint, and is deleted once they are gone (node_storage.py). None: the Node may go now."""
-        if not volume_attachments(self._rest, node):
+        attached = volume_attachments(self._rest, node)
+        if not attached:
             return None  # the Node, read only for its taints, is not read at all (a thousand reads at N=1000)
         try:
             current = self._rest.get(NODES, node)
@@ -371,7 +372,7 @@ class MachineReconciler:
             if is_not_found(e):
                 return None
             raise
-        return hold_for_volumes(self._rest, current, self._events, obj, "the VM is gone")
+        return hold_for_volumes(self._rest, current, self._events, obj, "the VM is gone", attached=attached)
 
     def _delete_problem(self, obj: dict, machine: Machine, message: str) -> None:
         """The cloud cannot say whether the instance is off (its host does not answer): nothing is sent to it, and

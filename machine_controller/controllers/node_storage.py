@@ -69,13 +69,15 @@ class Release:
         return not self.held or self.waited_s >= RELEASE_TIMEOUT_S
 
 
-def release_volumes(rest: Rest, node: dict, clock: Callable[[], dt.datetime] = now) -> Release:
+def release_volumes(rest: Rest, node: dict, clock: Callable[[], dt.datetime] = now,
+                    attached: list[dict] | None = None) -> Release:
     """For a Node whose VM is gone (removed, or no longer exists): the out-of-service taint if it still has
     VolumeAttachments, so that Kubernetes deletes its pods and detaches them now. The taint's timeAdded says since
     when, for every controller and across restarts. Raises TaintsChanged when its taints changed since `node` was
-    read."""
+    read. `attached`: the Node's VolumeAttachments when the caller has just listed them."""
     name = node["metadata"]["name"]
-    attached = volume_attachments(rest, name)
+    if attached is None:
+        attached = volume_attachments(rest, name)
     if not attached:
         return Release(0, False, 0.0)
     taints = list((node.get("spec") or {}).get("taints") or [])
@@ -88,12 +90,14 @@ def release_volumes(rest: Rest, node: dict, clock: Callable[[], dt.datetime] = n
     return Release(len(attached), False, (clock() - added).total_seconds())
 
 
-def hold_for_volumes(rest: Rest, node: dict, events: EventRecorder, involved: dict, why: str) -> Result | None:
+def hold_for_volumes(rest: Rest, node: dict, events: EventRecorder, involved: dict, why: str,
+                     attached: list[dict] | None = None) -> Result | None:
     """Before deleting a Node whose VM is gone (`why` says how, for the events on `involved`): release its volumes
-    (release_volumes) and wait for them. None: the Node may be deleted now."""
+    (release_volumes, given `attached` if the caller has just listed them) and wait for them. None: the Node may be
+    deleted now."""
     name = node["metadata"]["name"]
     try:
-        release = release_volumes(rest, node)
+        release = release_volumes(rest, node, attached=attached)
     except TaintsChanged:
         return Result(requeue_after=0.2)
     if release.tainted_now:

@@ -210,6 +210,10 @@ def _tainted_then_detached(w: World, i: int) -> None:
         w.api.remove(VOLUME_ATTACHMENTS, "csi-1")
 
 
+def _attachments_listed_once_a_pass(w: World) -> None:
+    assert [r for r in w.api.requests if r[1] == "volumeattachments"] == [("GET", "volumeattachments", None)] * 3
+
+
 def _node_not_read(w: World) -> None:
     """Without VolumeAttachments the Node, read only for its taints, is not read before it is deleted."""
     assert ("GET", "nodes", NODE) not in w.api.requests
@@ -516,7 +520,7 @@ ROWS = [
                                                                            Result(requeue_after=2.0), None],
         node=node_obj(True), delete=[GONE_FROM_CLOUD] * 3, setup=_volume_attached, between=_tainted_then_detached,
         phase=GONE, events=[("Normal", "ReleasingStorage"), ("Normal", "Deleted")], node_after="gone",
-        calls={"delete": 3}),
+        calls={"delete": 3}, check=_attachments_listed_once_a_pass),
     Row("deletion: a Node already gone counts as drained",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [None], delete=[GONE_FROM_CLOUD],
         phase=GONE, events=[("Normal", "Deleted")], node_after="gone", calls={"delete": 1}),

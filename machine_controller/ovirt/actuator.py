@@ -173,8 +173,8 @@ class OvirtActuator:
         self._created: dict[str, str] = {}
 
     def wake_with(self, wake: Callable[[str], None]) -> None:
-        """`wake(key)` makes the Machine `key` look again now (the Machine controller's work queue): a Machine told
-        to wait for the list of its cluster's VMs being taken is woken when that list comes (snapshots.py)."""
+        """`wake(key)` makes the Machine `key` look again now (the Machine controller's work queue): a Machine
+        waiting for a list of its cluster's VMs is woken when one that does for it comes (snapshots.py)."""
         def woken(keys: Iterable[str]) -> None:
             for key in keys:
                 self._polls.unplan(key)  # else its pass would be told what it was told before the list came
@@ -287,10 +287,10 @@ class OvirtActuator:
         vm = self.find_vm(machine, may_defer=True, creating=True)
         if vm is None:
             vm = self._create(machine, spec)
-            return self._wait(vm, self._timing.locked_s, "the new VM's disks to be copied")
+            return self._wait(machine, vm, self._timing.locked_s, "the new VM's disks to be copied")
         status = vm.status
         if status == types.VmStatus.IMAGE_LOCKED:
-            return self._wait(vm, self._timing.locked_s, "the VM's disks to be unlocked")
+            return self._wait(machine, vm, self._timing.locked_s, "the VM's disks to be unlocked")
         if status == types.VmStatus.DOWN:
             pending = self._configure(machine, spec, vm)
             if pending:
@@ -301,29 +301,34 @@ class OvirtActuator:
             except ConflictError as e:
                 # The VM exists but the engine will not run it now (no host satisfies its scheduling
                 # constraints, a locked image...): the Machine says so, and the start is tried again.
-                return self._wait(vm, self._timing.locked_s, f"the engine to accept start ({e})",
+                return self._wait(machine, vm, self._timing.locked_s, f"the engine to accept start ({e})",
                                   problem=f"VM {vm.name} exists but the engine refuses to start it: {e}")
             log.info("started VM", vm_id=vm.id)
-            return self._wait(vm, self._timing.booting_s, "the VM to boot", state="wait_for_launch")
+            return self._wait(machine, vm, self._timing.booting_s, "the VM to boot", state="wait_for_launch")
         if status in _BOOTING:
-            return self._wait(vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
+            return self._wait(machine, vm, self._timing.booting_s, f"the VM to boot (it is {status.value})")
         if status in _RUNNING:
             self._polls.forget(vm.id, machine.key)
             self._os_disk_ok.discard(vm.id)
             self._configured.discard(vm.id)
             return Progress(done=True, instance_id=vm.id, instance_state=status.value)
         if status == types.VmStatus.POWERING_DOWN:
-            return self._wait(vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
-        return self._wait(vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
+            return self._wait(machine, vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
+        return self._wait(machine, vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
 
-    def _wait(self, vm: types.Vm, cap: float, what: str, state: str | None = None,
+    def _wait(self, machine: Machine, vm: types.Vm, cap: float, what: str, state: str | None = None,
               problem: str | None = None) -> Progress:
         st = state or (vm.status.value if vm.status else None)
         # The interval doubles while the VM stays in one state; a boot that moves from wait_for_launch to
         # powering_up is one wait, and so is image_locked whoever saw it first.
         after = self._polls.next(vm.id, "booting" if st in _BOOTING_STATES else f"{st}", cap)
-        return Progress(done=False, requeue_after=after, waiting_for=what, instance_id=vm.id, instance_state=st,
-                        problem=problem)
+        # The next look needs a list of the VM's cluster taken after that: the Machine is woken by the first such
+        # list, and not looked at in between (snapshots.py); without a wake, or a cluster to list, it comes back.
+        cluster = self._cluster_of(machine)
+        woken_in = None if cluster is None else self.snapshots.wake_by_list(
+            cluster.name, machine.key, self.snapshots.now() + after)
+        return Progress(done=False, requeue_after=after if woken_in is None else woken_in, waiting_for=what,
+                        instance_id=vm.id, instance_state=st, problem=problem)
 
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
         name = machine.metadata.name
@@ -421,12 +426,12 @@ class OvirtActuator:
             raise InvalidMachineConfiguration(f"template {spec.template_name!r} has no bootable disk")
         disk = boot[0].disk
         if disk.status == types.DiskStatus.LOCKED:
-            return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
+            return self._wait(machine, vm, self._timing.locked_s, "the OS disk to be unlocked")
         wanted = os_disk_bytes(spec)
         if (disk.provisioned_size or 0) < wanted:  # grown, never shrunk (docs/compatibility.md)
             self.client.resize_disk(disk.id, wanted, correlation_id=_correlation(machine, "resize"))
             self._acted_on(vm.id)
-            return self._wait(vm, self._timing.locked_s, "the OS disk to be unlocked")
+            return self._wait(machine, vm, self._timing.locked_s, "the OS disk to be unlocked")
         self._os_disk_ok.add(vm.id)
         return None
 
@@ -509,7 +514,7 @@ class OvirtActuator:
                 self._acted_on(vm.id)
                 self._removed.add(vm.id)
             except ConflictError as e:
-                return self._wait(vm, self._timing.locked_s, f"the engine to accept removal ({e})")
+                return self._wait(machine, vm, self._timing.locked_s, f"the engine to accept removal ({e})")
             log.info("removed VM", vm_id=vm.id)
             # The engine drops the VM's row before it answers the removal (its disks go later, in a storage task):
             # asked for that id at once, it says 404, and the Machine is done in this pass instead of waiting for
@@ -520,15 +525,15 @@ class OvirtActuator:
                     return self._gone(machine, vm.id)
             except OvirtError as e:
                 log.info("could not ask for the removed VM; a list will say it is gone", vm_id=vm.id, error=str(e))
-            return self._wait(vm, self._timing.stopping_s, "the VM to be gone", state="removed")
+            return self._wait(machine, vm, self._timing.stopping_s, "the VM to be gone", state="removed")
         if status in (types.VmStatus.IMAGE_LOCKED, types.VmStatus.POWERING_DOWN):
-            return self._wait(vm, self._timing.stopping_s, f"the VM to settle (it is {status.value})")
+            return self._wait(machine, vm, self._timing.stopping_s, f"the VM to settle (it is {status.value})")
         try:
             self.client.stop_vm(vm.id, correlation_id=_correlation(machine, "stop"))
             self._acted_on(vm.id)
         except ConflictError as e:
-            return self._wait(vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
-        return self._wait(vm, self._timing.stopping_s, "the VM to stop")
+            return self._wait(machine, vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
+        return self._wait(machine, vm, self._timing.stopping_s, "the VM to stop")
 
     def _gone(self, machine: Machine, vm_id: str | None) -> Progress:
         """The Machine's VM is proven gone: by the engine's 404 for its id, or by its absence from a list taken
@@ -584,9 +589,8 @@ def _check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[typ
 
 def _next_list(machine: Machine, e: NotYet, vm_id: str | None) -> Progress:
     # The Machine's last action is newer than the cluster's recent list: looked at again with the next one (woken
-    # when it comes, if it is being taken).
-    return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S,
-                    waiting_for="the list of the VMs being taken" if e.woken else "the next list of the VMs",
+    # when it comes, when the controller wakes Machines).
+    return Progress(done=False, requeue_after=e.after_s + _ALIGN_SLACK_S, waiting_for="the next list of the VMs",
                     instance_id=vm_id,
                     instance_state=machine.metadata.annotations.get(keys.ANNOTATION_INSTANCE_STATE)
                     or (machine.status.provider_status or {}).get("instanceState"))

@@ -17,11 +17,16 @@ lists cost the simulator and this process CPU that the API server was short of, 
 but every step of every Machine went faster. A caller whose last action is newer than the recent list and that can
 wait (`NotYet`) is told when the next list may be taken; the callers told so come back together and share it.
 
-A caller that can wait for the list being taken, and names itself (`waiter`), is not told a time to come back:
-it is woken when that list has come (or failed), by the callback given to `wake_with` (the Machine controller's
-work queue), and told to come back only after `WAKE_FALLBACK_S` in case the wake is lost. Told a time, it came
-back when the list should have come, and again while it ran late: at a thousand Machines being deleted that was
-two dozen passes per Machine, most of them to be told to wait (hack/bench/machines.py).
+A caller that can wait and names itself (`waiter`) is never told a time to come back: it is woken, by the callback
+given to `wake_with` (the Machine controller's work queue), when a list that will do for it has come, and told to
+come back only after `WAKE_FALLBACK_S` more in case the wake is lost. A caller that knows when it will next need a
+list (a VM just started is first looked at after its poll interval, actuator.py) asks to be woken by the first
+list taken after that moment (`wake_by_list`), and is not looked at in between. The lists those waiters need are
+taken by a lister thread of this object as soon as the earliest of them is due and the recent list's time is over,
+and each list wakes every waiter it does for, whoever took it. Before, a Machine came back at its poll only to find
+the recent list older than its action, asked to be woken, and was woken: two passes for each step, and at a
+thousand Machines created more than half of the controller's passes were such (hack/bench/machines.py). Told a
+time, they came back when the list should have come, and again while it ran late.
 
 A Machine about to create its VM looks for it by name first. Any list, however old, may tell it that no such VM
 exists: the engine refuses a second VM of the same name, so a stale "absent" costs one refused create and the
@@ -36,22 +41,29 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+import structlog
+
 from .client import OvirtClient
 from .listed_vms import ListedVm, read_vms
 
 
-# How long a caller woken by the list it waits for is told to wait, in case the wake is lost: a list of a thousand
-# VMs takes well under a second on this project's simulator, and an engine's seconds.
+# How long after its list should have come a caller woken by it is told to look anyway, in case the wake is lost: a
+# list of a thousand VMs takes well under a second on this project's simulator, and an engine's seconds.
 WAKE_FALLBACK_S = 10.0
+# The longest the lister sleeps before it looks at the time again (a clock other than the wall's, in tests).
+_LISTER_NAP_S = 1.0
+# How long a caller woken by a list is remembered as such (it comes back well before, or it is gone).
+_WOKEN_KEPT_S = 60.0
+
+log = structlog.get_logger(__name__)
 
 
 class NotYet(Exception):
     """The newest list predates the caller's last action, and the next one may only be taken in `after_s`; with
-    `woken`, the caller will be woken when the list being taken comes, and `after_s` is only a fallback."""
+    `woken`, the caller will be woken when a list that does for it comes, and `after_s` is only a fallback."""
 
     def __init__(self, after_s: float, woken: bool = False):
-        super().__init__(f"the {'list being taken (woken when it comes)' if woken else 'next list'} of VMs"
-                         f" in {after_s:.2f} s")
+        super().__init__(f"the next list of VMs {'(woken when it comes) ' if woken else ''}in {after_s:.2f} s")
         self.after_s = after_s
         self.woken = woken
 
@@ -72,21 +84,40 @@ class VmSnapshots:
         self._cost_factor = cost_factor
         self._clock = clock
         self._guard = threading.Lock()
+        self._due = threading.Condition(self._guard)  # the lister sleeps on it until a waiter is due
         self._locks: dict[str, threading.Lock] = {}
         self._snaps: dict[str, _Snapshot] = {}
         self._listing: dict[str, float] = {}  # cluster -> when the list being taken was asked for
-        self._waiters: dict[str, set[str]] = {}  # cluster -> callers woken when the list being taken comes
+        # cluster -> caller -> the moment its list must have started at or after: it is woken by the first such
+        self._waiters: dict[str, dict[str, float]] = {}
+        # (cluster, caller) -> when the list that woke it started: its next look is served by that list (or a newer
+        # one) even when its recent time is over, as long as it came at most WAKE_FALLBACK_S ago. A list wakes
+        # hundreds of Machines at a thousand, the last of them seconds later through the work queue; judged by the
+        # recent time, they found the list too old, asked to be woken again and came back for the next list:
+        # three passes per Machine created (hack/bench/machines.py).
+        self._woken: dict[tuple[str, str], float] = {}
         self._wake: Callable[[Iterable[str]], None] | None = None
+        self._lister: threading.Thread | None = None
 
     def wake_with(self, wake: Callable[[Iterable[str]], None]) -> None:
-        """`wake(waiters)` is called, from the thread that took a list, with the callers waiting for it."""
+        """`wake(waiters)` is called, from the thread that took a list, with the callers it does for."""
         self._wake = wake
+
+    def wake_by_list(self, cluster_name: str, waiter: str, not_before: float) -> float | None:
+        """`waiter` is to be woken by the first list of the cluster started at or after `not_before` (this object's
+        clock): the lister takes it when that moment has come and the recent list's time is over. Returns the
+        seconds after which the caller should look anyway, in case the wake is lost; None when callers are not
+        woken (no `wake_with`), and it comes back in its own time."""
+        with self._guard:
+            if self._wake is None:
+                return None
+            return self._await_locked(cluster_name, waiter, not_before)
 
     def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False,
               waiter: str | None = None) -> ListedVm | None:
         """The VM as the engine lists it now, or None when the cluster has no VM of that id. With `may_defer`, a
         caller that acted after the recent list raises NotYet instead of taking a list before its time; with
-        `waiter` too, it is woken by name when the list being taken will do for it."""
+        `waiter` too, it is woken by name when a list that does for it has come."""
         return self._snapshot(cluster_name, fresh_after, may_defer, waiter).by_id.get(vm_id)
 
     def by_name(self, cluster_name: str, name: str, fresh_after: float = 0.0,
@@ -117,17 +148,20 @@ class VmSnapshots:
     def now(self) -> float:
         return self._clock()
 
-    def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot:
+    def _lock_of(self, cluster_name: str) -> threading.Lock:
         with self._guard:
-            lock = self._locks.setdefault(cluster_name, threading.Lock())
+            return self._locks.setdefault(cluster_name, threading.Lock())
+
+    def _snapshot(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot:
+        lock = self._lock_of(cluster_name)
         # The list that came is read without the lock: while one caller takes a list, another may be served by
         # the one before it.
         snap = self._usable(cluster_name, fresh_after, may_defer, waiter)
         if snap is not None:
             return snap
         # A caller that can wait is not held while a list is taken (a list of a thousand VMs takes seconds, and
-        # every worker of the controller would be held with it): it is woken when the list comes, or comes back
-        # when it should have come, and finds it. Callers that cannot wait share the list being taken.
+        # every worker of the controller would be held with it): it is woken when a list that does for it comes, or
+        # comes back when it should have come, and finds it. Callers that cannot wait share the list being taken.
         if not (may_defer and lock.acquire(blocking=False)):
             if may_defer:
                 raise self._defer(cluster_name, fresh_after, waiter)
@@ -141,7 +175,7 @@ class VmSnapshots:
             lock.release()
 
     def _take(self, cluster_name: str) -> _Snapshot:
-        """A new list of the cluster (under its lock); whoever waited for it is woken, also when it failed (they
+        """A new list of the cluster (under its lock); the waiters it does for are woken, also when it failed (they
         take the next one, and meet the failure themselves)."""
         started = self._clock()
         with self._guard:
@@ -155,51 +189,141 @@ class VmSnapshots:
             self._snaps[cluster_name] = snap
             return snap
         finally:
-            with self._guard:  # with `_defer`'s check: a caller is either woken or sees no list being taken
+            with self._guard:  # with `_defer`'s registration: a caller is either woken or waits for a later list
                 self._listing.pop(cluster_name, None)
-                waiters = self._waiters.pop(cluster_name, set())
-            if waiters and self._wake is not None:
-                self._wake(sorted(waiters))
+                woken = self._done_for_locked(cluster_name, started)
+                self._due.notify()
+            if woken and self._wake is not None:
+                self._wake(woken)
 
     def _defer(self, cluster_name: str, fresh_after: float, waiter: str | None) -> NotYet:
-        """What a caller that can wait is told while a list is taken: woken when it comes, when it will do for
-        the caller (it started after the caller's last action) and the caller can be woken by name; else when to
-        come back (`_wait_for`)."""
+        """What a caller that can wait is told when the recent list predates its last action: woken by the first
+        list started after that action, when it can be woken by name; else when to come back (`_wait_for`)."""
         with self._guard:
-            since = self._listing.get(cluster_name)
-            if since is not None and since >= fresh_after and waiter is not None and self._wake is not None:
-                self._waiters.setdefault(cluster_name, set()).add(waiter)
-                return NotYet(WAKE_FALLBACK_S, woken=True)
-        return NotYet(self._wait_for(cluster_name, fresh_after))
+            if waiter is not None and self._wake is not None:
+                return NotYet(self._await_locked(cluster_name, waiter, fresh_after), woken=True)
+            return NotYet(self._wait_for(cluster_name, fresh_after))
+
+    def _await_locked(self, cluster_name: str, waiter: str, not_before: float) -> float:
+        """`waiter` waits for the first list started at or after `not_before` (its latest wish replaces any
+        earlier one); the lister is started or told. Returns the fallback: when the list should have come, and
+        `WAKE_FALLBACK_S` more."""
+        self._waiters.setdefault(cluster_name, {})[waiter] = not_before
+        if self._lister is None:
+            self._lister = threading.Thread(target=self._list_when_due, name="vm-lister", daemon=True)
+            self._lister.start()
+        else:
+            self._due.notify()
+        snap = self._snaps.get(cluster_name)
+        comes = max(not_before, self._recent_until(snap)) + (snap.cost if snap else self._max_age)
+        return max(comes - self._clock(), 0.0) + WAKE_FALLBACK_S
+
+    def _done_for_locked(self, cluster_name: str, started: float) -> list[str]:
+        """The waiters a list started at `started` does for, no longer waiting."""
+        waiting = self._waiters.get(cluster_name)
+        if not waiting:
+            return []
+        done = sorted(w for w, not_before in waiting.items() if not_before <= started)
+        for w in done:
+            del waiting[w]
+        if not waiting:
+            del self._waiters[cluster_name]
+        if done:
+            # Those woken and never come (a Machine deleted meanwhile) are forgotten once no list could serve them.
+            for key in [k for k, at in self._woken.items() if at < started - _WOKEN_KEPT_S]:
+                del self._woken[key]
+            self._woken.update(((cluster_name, w), started) for w in done)
+        return done
+
+    def _recent_until(self, snap: _Snapshot | None) -> float:
+        if snap is None:
+            return float("-inf")
+        return snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
+
+    def _list_when_due(self) -> None:
+        """The lister thread: a cluster's list is taken once its earliest waiter is due and its recent list's time
+        is over (as a caller that could wait would have been told to come back then); the thread ends when no one
+        waits, and the next waiter starts another."""
+        while True:
+            with self._guard:
+                if not self._waiters:
+                    self._lister = None
+                    return
+                cluster, at = self._next_due_locked()
+                sleep = _LISTER_NAP_S if cluster is None else at - self._clock()
+                if sleep > 0:
+                    self._due.wait(min(sleep, _LISTER_NAP_S))
+                    continue
+            assert cluster is not None
+            self._list_for(cluster)
+
+    def _next_due_locked(self) -> tuple[str | None, float]:
+        """The cluster whose list is due first, and when; None while every cluster waited on is being listed (that
+        list wakes whom it does for, and the lister then looks again)."""
+        best: tuple[str | None, float] = (None, float("inf"))
+        for cluster, waiting in self._waiters.items():
+            if cluster in self._listing:
+                continue
+            snap = self._snaps.get(cluster)
+            earliest = min(waiting.values())
+            if snap is not None and snap.started >= earliest and self._clock() <= self._recent_until(snap):
+                at = float("-inf")  # a list that does for someone came while they asked: they are woken at once
+            else:
+                at = max(earliest, self._recent_until(snap))
+            if at < best[1]:
+                best = (cluster, at)
+        return best
+
+    def _list_for(self, cluster_name: str) -> None:
+        with self._lock_of(cluster_name):
+            with self._guard:
+                snap = self._snaps.get(cluster_name)
+                done = self._done_for_locked(cluster_name, snap.started) \
+                    if snap is not None and self._clock() <= self._recent_until(snap) else []
+            if done:
+                if self._wake is not None:
+                    self._wake(done)
+                return
+            try:
+                self._take(cluster_name)
+            except Exception as e:  # noqa: BLE001 - its waiters were woken, and meet the failure in their passes
+                log.info("the VM list for the waiting Machines failed; they take the next one", cluster=cluster_name,
+                         error=str(e)[:300])
 
     def _usable(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot | None:
         """The newest list when it is recent and newer than `fresh_after`; None when a new one must be taken. A
-        caller that can wait for a newer list than the recent one is told when (NotYet)."""
+        caller that can wait for a newer list than the recent one is woken by it or told when (NotYet)."""
         snap = self._snaps.get(cluster_name)
         if snap is None:
             return None
         now = self._clock()
-        recent_until = snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
-        if now > recent_until:
+        if now > self._recent_until(snap) and not self._serves_the_woken(cluster_name, waiter, snap, now):
             return None
         if snap.started >= fresh_after:
             return snap
         if may_defer:
-            if self._listing.get(cluster_name) is not None:
-                raise self._defer(cluster_name, fresh_after, waiter)
-            raise NotYet(recent_until - now)
+            raise self._defer(cluster_name, fresh_after, waiter)
         return None
 
+    def _serves_the_woken(self, cluster_name: str, waiter: str | None, snap: _Snapshot, now: float) -> bool:
+        """Whether `waiter` was woken by `snap` (or an older list) and this is its first look since, within
+        WAKE_FALLBACK_S of the list's coming."""
+        if waiter is None:
+            return False
+        with self._guard:
+            woken_by = self._woken.pop((cluster_name, waiter), None)
+        return woken_by is not None and snap.started >= woken_by and now <= snap.started + snap.cost + WAKE_FALLBACK_S
+
     def _wait_for(self, cluster_name: str, fresh_after: float) -> float:
-        """Seconds until a caller that needs a list started after `fresh_after` should come back, while one is
-        being taken (at least a moment): when that list should come (as long as the last one took) if it started
-        after `fresh_after`; else when the list after it may be taken, once the one being taken has been recent
-        for its time. Coming back when the older list comes would only find it too old, and be told to wait again:
+        """Seconds until a caller that needs a list started after `fresh_after` and cannot be woken should come
+        back (at least a moment). While one is being taken: when that list should come (as long as the last one
+        took) if it started after `fresh_after`; else when the list after it may be taken, once the one being taken
+        has been recent for its time. Coming back when the older list comes would only find it too old, and be told to wait again:
         at a thousand Machines most of the controller's passes were such (hack/bench/machines.py)."""
         since = self._listing.get(cluster_name)
-        if since is None:
-            return self._max_age / 5
         last = self._snaps.get(cluster_name)
+        if since is None:  # none is being taken: the next may be once the recent one's time is over
+            return max(self._recent_until(last) - self._clock(), self._max_age / 5)
         cost = last.cost if last is not None else self._max_age
         now = self._clock()
         if since + cost <= now:

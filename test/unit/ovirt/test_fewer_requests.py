@@ -360,7 +360,16 @@ def test_while_a_list_takes_longer_than_the_last_the_callers_that_wait_for_it_ar
         assert wait.value.after_s == pytest.approx(1.0)  # a quarter of what it took so far, not a moment
 
 
-def test_a_caller_that_names_itself_is_woken_when_the_list_it_waits_for_comes_not_told_a_time():
+def _until(done, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_caller_that_names_itself_is_woken_when_a_list_that_does_for_it_comes_not_told_a_time():
     """At a thousand Machines being deleted, callers told when the list should come came back two dozen times per
     Machine, most of them to be told to wait again (hack/bench/machines.py); woken, they come once."""
     woken: list[str] = []
@@ -371,14 +380,100 @@ def test_a_caller_that_names_itself_is_woken_when_the_list_it_waits_for_comes_no
         with pytest.raises(NotYet) as wait:
             snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")
         assert wait.value.woken and wait.value.after_s == WAKE_FALLBACK_S  # only in case the wake is lost
-        # One that acted after the list being taken started is not woken by it: it is told when the next may be
-        # taken, as before.
+        # One that acted after the list being taken started is woken by the list after it.
         with pytest.raises(NotYet) as later:
             snaps.by_id("Default", "vm0", fresh_after=102.8, may_defer=True, waiter="ns/worker-1")
-        assert not later.value.woken and later.value.after_s < WAKE_FALLBACK_S
+        assert later.value.woken
         assert woken == []  # not before the list has come
     assert woken == ["ns/worker-0"]
     assert snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0").name == "worker-0"
+    # The second list came at 103 (it took 0.5 s), and is recent until 103.5: the lister takes the next then.
+    time.sleep(0.2)
+    assert woken == ["ns/worker-0"]
+    now[0] = 103.6
+    assert _until(lambda: woken == ["ns/worker-0", "ns/worker-1"])
+    assert snaps.by_id("Default", "vm0", fresh_after=102.8, may_defer=True, waiter="ns/worker-1").name == "worker-0"
+
+
+def test_a_caller_woken_by_the_first_list_after_a_moment_is_not_looked_at_before():
+    """A VM just started is looked at after its poll interval: its Machine asks ahead to be woken by the first list
+    taken after then, which the lister takes once that moment has come and the recent list's time is over; before,
+    the Machine came back at its poll only to find the recent list too old and ask to be woken."""
+    now = [100.0]
+    lists: list[float] = []
+
+    class _Lists:
+        def cluster_vms(self, cluster_name, read):
+            lists.append(now[0])
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
+    assert snaps.wake_by_list("Default", "ns/worker-0", 101.0) is None  # no wake: it comes back itself
+    woken: list[str] = []
+    snaps.wake_with(woken.extend)
+    snaps.by_id("Default", "vm0")  # a list at 100, recent until 100.5
+    fallback = snaps.wake_by_list("Default", "ns/worker-0", 101.0)
+    assert fallback == pytest.approx(1.0 + WAKE_FALLBACK_S)  # when its list should have come, and the fallback
+    now[0] = 100.8
+    time.sleep(0.2)
+    assert lists == [100.0] and woken == []  # its moment has not come
+    now[0] = 101.0
+    assert _until(lambda: woken == ["ns/worker-0"])
+    assert lists == [100.0, 101.0]
+    assert snaps.by_id("Default", "vm0", fresh_after=101.0, may_defer=True, waiter="ns/worker-0").name == "worker-0"
+
+
+def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_time_is_over():
+    """A list wakes hundreds of Machines at a thousand, the last of them seconds later through the work queue: they
+    look at the list taken for them, instead of finding it too old and waiting for the next; once, and not for
+    ever."""
+    now = [100.0]
+    lists: list[float] = []
+
+    class _Lists:
+        def cluster_vms(self, cluster_name, read):
+            lists.append(now[0])
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
+    woken: list[str] = []
+    snaps.wake_with(woken.extend)
+    snaps.by_id("Default", "vm0")  # 100, recent until 100.5
+    snaps.wake_by_list("Default", "ns/worker-0", 100.6)
+    snaps.wake_by_list("Default", "ns/worker-1", 100.6)
+    now[0] = 100.6
+    assert _until(lambda: woken == ["ns/worker-0", "ns/worker-1"]) and lists == [100.0, 100.6]
+    now[0] = 103.0  # its recent time is over
+    assert snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-0").name == "worker-0"
+    assert lists == [100.0, 100.6]
+    # Its second look is judged as any other's: that list is too old, and it takes one.
+    snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-0")
+    assert lists == [100.0, 100.6, 103.0]
+    now[0] = 103.0 + WAKE_FALLBACK_S + 1  # one woken that comes later than the fallback takes a new list too
+    snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-1")
+    assert lists == [100.0, 100.6, 103.0, 114.0]
+
+
+def test_a_list_the_lister_fails_to_take_wakes_its_waiters_who_meet_the_failure_in_their_own_look():
+    now = [100.0]
+    fail = threading.Event()
+
+    class _Lists:
+        def cluster_vms(self, cluster_name, read):
+            if fail.is_set():
+                raise OvirtError("the engine did not answer")
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
+    woken: list[str] = []
+    snaps.wake_with(woken.extend)
+    snaps.by_id("Default", "vm0")
+    fail.set()
+    snaps.wake_by_list("Default", "ns/worker-0", 101.0)
+    now[0] = 101.0
+    assert _until(lambda: woken == ["ns/worker-0"])
+    with pytest.raises(OvirtError):  # its look takes the list itself: the failure goes to its queue's backoff
+        snaps.by_id("Default", "vm0", fresh_after=101.0, may_defer=True, waiter="ns/worker-0")
 
 
 def test_a_list_that_fails_wakes_its_waiters_too_so_they_meet_the_failure_themselves():

@@ -71,21 +71,17 @@ class ListedVm:
 
 
 def read_vms(body: bytes) -> list[ListedVm]:
-    """The VMs of a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`), in order."""
+    """The VMs of a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`), in order.
+
+    Only the ends of elements are asked of the parser (the starts doubled the events this loop went through, for a
+    depth that only told a VM of the list from a `<vm>` inside one): a VM of the list has child elements (its name,
+    its status...), a VM that one only links to (a disk attachment's, a reported device's) is an empty
+    `<vm href=... id=.../>`, as the engine renders every link that is not followed, and the list follows no VM."""
     vms: list[ListedVm] = []
-    depth = 0
-    root: ET.Element | None = None
-    for event, elem in ET.iterparse(io.BytesIO(body), events=("start", "end")):
-        if event == "start":
-            depth += 1
-            if root is None:
-                root = elem
-            continue
-        depth -= 1
-        if depth == 1 and elem.tag == "vm":  # a VM of the list, not a <vm> link inside one
+    for _, elem in ET.iterparse(io.BytesIO(body), events=("end",)):
+        if elem.tag == "vm" and len(elem):
             vms.append(_vm(elem))
-            assert root is not None
-            root.remove(elem)
+            elem.clear()  # its elements are dropped before the next VM is read
     return vms
 
 

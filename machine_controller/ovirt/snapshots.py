@@ -261,28 +261,37 @@ class VmSnapshots:
         """The cluster whose list is due first, and when; None while every cluster waited on is being listed (that
         list wakes whom it does for, and the lister then looks again)."""
         best: tuple[str | None, float] = (None, float("inf"))
-        for cluster, waiting in self._waiters.items():
+        for cluster in self._waiters:
             if cluster in self._listing:
                 continue
-            snap = self._snaps.get(cluster)
-            earliest = min(waiting.values())
-            if snap is not None and snap.started >= earliest and self._clock() <= self._recent_until(snap):
-                at = float("-inf")  # a list that does for someone came while they asked: they are woken at once
-            else:
-                at = max(earliest, self._recent_until(snap))
+            at = self._due_at_locked(cluster)
             if at < best[1]:
                 best = (cluster, at)
         return best
 
+    def _due_at_locked(self, cluster_name: str) -> float:
+        """When the cluster's next list is due for its earliest waiter: once that waiter's moment has come and the
+        recent list's time is over; at once (-inf) when the recent list does for someone (it came while they
+        asked); never (inf) when no one waits."""
+        waiting = self._waiters.get(cluster_name)
+        if not waiting:
+            return float("inf")
+        snap = self._snaps.get(cluster_name)
+        earliest = min(waiting.values())
+        if snap is not None and snap.started >= earliest and self._clock() <= self._recent_until(snap):
+            return float("-inf")
+        return max(earliest, self._recent_until(snap))
+
     def _list_for(self, cluster_name: str) -> None:
-        with self._lock_of(cluster_name):
+        with self._lock_of(cluster_name):  # a caller may be taking one: it is waited for, and may do
             with self._guard:
                 snap = self._snaps.get(cluster_name)
                 done = self._done_for_locked(cluster_name, snap.started) \
                     if snap is not None and self._clock() <= self._recent_until(snap) else []
-            if done:
-                if self._wake is not None:
-                    self._wake(done)
+                due = self._due_at_locked(cluster_name) <= self._clock()
+            if done and self._wake is not None:
+                self._wake(done)
+            if not due:
                 return
             try:
                 self._take(cluster_name)

@@ -621,3 +621,28 @@ def test_a_failed_ask_after_the_removal_leaves_it_to_the_next_list(sim_and_clien
         assert "GET /vms" in sim.control.counts()  # the list that said it is gone
     finally:
         conn.close()
+
+
+def test_a_machine_that_acted_is_woken_by_the_first_list_after_its_poll_and_not_looked_at_before(sim_and_client):
+    """The step after a create needs a list taken after it: the Machine is woken by one taken after its poll
+    interval, which serves its next look, instead of coming back at the poll to ask to be woken."""
+    from api.machine import Machine
+
+    sim, ovirt = sim_and_client
+    conn = sim.connection()
+    try:
+        raw, actuator = _machine_and_actuator(conn, ovirt, "worker-w")
+        woken: list[str] = []
+        actuator.wake_with(woken.append)
+        first = actuator.provision(Machine.from_dict(raw))
+        assert first.waiting_for == "the new VM's disks to be copied"
+        assert first.requeue_after >= WAKE_FALLBACK_S  # only in case the wake is lost
+        assert _until(lambda: woken == ["ns/worker-w"])
+        lists = sim.control.counts().get("GET /vms", 0)
+        assert lists >= 1
+        raw["status"] = {"phase": "Provisioning", "providerStatus": first.provider_status}
+        again = actuator.provision(Machine.from_dict(raw))
+        assert again.instance_id == first.instance_id and again.waiting_for != "the next list of the VMs"
+        assert sim.control.counts().get("GET /vms", 0) == lists  # served by the list that woke it
+    finally:
+        conn.close()

@@ -314,7 +314,8 @@ class OvirtActuator:
             return Progress(done=True, instance_id=vm.id, instance_state=status.value)
         if status == types.VmStatus.POWERING_DOWN:
             return self._wait(machine, vm, self._timing.stopping_s, "the VM to finish powering down before starting it")
-        return self._wait(machine, vm, self._timing.odd_state_s, f"the VM to leave state {status.value if status else '?'}")
+        return self._wait(machine, vm, self._timing.odd_state_s,
+                          f"the VM to leave state {status.value if status else '?'}")
 
     def _wait(self, machine: Machine, vm: types.Vm, cap: float, what: str, state: str | None = None,
               problem: str | None = None) -> Progress:
@@ -322,11 +323,13 @@ class OvirtActuator:
         # The interval doubles while the VM stays in one state; a boot that moves from wait_for_launch to
         # powering_up is one wait, and so is image_locked whoever saw it first.
         after = self._polls.next(vm.id, "booting" if st in _BOOTING_STATES else f"{st}", cap)
-        # The next look needs a list of the VM's cluster taken after that: the Machine is woken by the first such
-        # list, and not looked at in between (snapshots.py); without a wake, or a cluster to list, it comes back.
+        # The next look needs a list of the VM's cluster started after our last action (and, deleting, after the
+        # deletion began) that came after that interval: the Machine is woken by the first such list, and not
+        # looked at in between (snapshots.py); without a wake, or a cluster to list, it comes back itself.
         cluster = self._cluster_of(machine)
+        fresh_after = max(self._acted.get(vm.id, 0.0), self._deleting_since.get(machine.key, 0.0))
         woken_in = None if cluster is None else self.snapshots.wake_by_list(
-            cluster.name, machine.key, self.snapshots.now() + after)
+            cluster.name, machine.key, fresh_after, self.snapshots.now() + after)
         return Progress(done=False, requeue_after=after if woken_in is None else woken_in, waiting_for=what,
                         instance_id=vm.id, instance_state=st, problem=problem)
 

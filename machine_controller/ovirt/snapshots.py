@@ -21,12 +21,12 @@ A caller that can wait and names itself (`waiter`) is never told a time to come 
 given to `wake_with` (the Machine controller's work queue), when a list that will do for it has come, and told to
 come back only after `WAKE_FALLBACK_S` more in case the wake is lost. A caller that knows when it will next need a
 list (a VM just started is first looked at after its poll interval, actuator.py) asks to be woken by the first
-list taken after that moment (`wake_by_list`), and is not looked at in between. The lists those waiters need are
-taken by a lister thread of this object as soon as the earliest of them is due and the recent list's time is over,
-and each list wakes every waiter it does for, whoever took it. Before, a Machine came back at its poll only to find
-the recent list older than its action, asked to be woken, and was woken: two passes for each step, and at a
-thousand Machines created more than half of the controller's passes were such (hack/bench/machines.py). Told a
-time, they came back when the list should have come, and again while it ran late.
+list started after its action that comes after that moment (`wake_by_list`), and is not looked at in between. The
+lists those waiters need are taken by a lister thread of this object as soon as the earliest of them is due and the
+recent list's time is over, and each list wakes every waiter it does for, whoever took it. Before, a Machine came
+back at its poll only to find the recent list older than its action, asked to be woken, and was woken: two passes
+for each step, and at a thousand Machines created more than half of the controller's passes were such
+(hack/bench/machines.py). Told a time, they came back when the list should have come, and again while it ran late.
 
 A Machine about to create its VM looks for it by name first. Any list, however old, may tell it that no such VM
 exists: the engine refuses a second VM of the same name, so a stale "absent" costs one refused create and the
@@ -68,6 +68,12 @@ class NotYet(Exception):
         self.woken = woken
 
 
+@dataclass(frozen=True, slots=True)
+class _Wish:
+    fresh_after: float
+    not_before: float
+
+
 @dataclass
 class _Snapshot:
     started: float
@@ -88,8 +94,11 @@ class VmSnapshots:
         self._locks: dict[str, threading.Lock] = {}
         self._snaps: dict[str, _Snapshot] = {}
         self._listing: dict[str, float] = {}  # cluster -> when the list being taken was asked for
-        # cluster -> caller -> the moment its list must have started at or after: it is woken by the first such
-        self._waiters: dict[str, dict[str, float]] = {}
+        # cluster -> caller -> (the moment its list must have started at or after, the moment before which it does
+        # not want to look again): it is woken by the first list that started after the first and came after the
+        # second, whoever took it (a status read's list that came just after a waiter's moment wakes it, instead
+        # of making it wait for that list's recent time to be over before the lister may take another).
+        self._waiters: dict[str, dict[str, _Wish]] = {}
         # (cluster, caller) -> when the list that woke it started: its next look is served by that list (or a newer
         # one) even when its recent time is over, as long as it came at most WAKE_FALLBACK_S ago. A list wakes
         # hundreds of Machines at a thousand, the last of them seconds later through the work queue; judged by the
@@ -103,15 +112,16 @@ class VmSnapshots:
         """`wake(waiters)` is called, from the thread that took a list, with the callers it does for."""
         self._wake = wake
 
-    def wake_by_list(self, cluster_name: str, waiter: str, not_before: float) -> float | None:
-        """`waiter` is to be woken by the first list of the cluster started at or after `not_before` (this object's
-        clock): the lister takes it when that moment has come and the recent list's time is over. Returns the
-        seconds after which the caller should look anyway, in case the wake is lost; None when callers are not
-        woken (no `wake_with`), and it comes back in its own time."""
+    def wake_by_list(self, cluster_name: str, waiter: str, fresh_after: float, not_before: float) -> float | None:
+        """`waiter` is to be woken by the first list of the cluster started after `fresh_after` (its last action) that
+        came at or after `not_before` (when it wants to look again), on this object's clock: the lister takes one
+        when `not_before` has come and the recent list's time is over. Returns the seconds after which the caller
+        should look anyway, in case the wake is lost; None when callers are not woken (no `wake_with`), and it comes
+        back in its own time."""
         with self._guard:
             if self._wake is None:
                 return None
-            return self._await_locked(cluster_name, waiter, not_before)
+            return self._await_locked(cluster_name, waiter, _Wish(fresh_after, not_before))
 
     def by_id(self, cluster_name: str, vm_id: str, fresh_after: float = 0.0, may_defer: bool = False,
               waiter: str | None = None) -> ListedVm | None:
@@ -180,8 +190,15 @@ class VmSnapshots:
         started = self._clock()
         with self._guard:
             self._listing[cluster_name] = started
+        answered = [started]
+
+        def read(body: bytes) -> list[ListedVm]:
+            answered[0] = self._clock()
+            return read_vms(body)
+
+        woken: list[str] = []
         try:
-            vms = self._client.cluster_vms(cluster_name, read_vms)
+            vms = self._client.cluster_vms(cluster_name, read)
             snap = _Snapshot(started, cost=self._clock() - started)
             for vm in vms:
                 snap.by_id[vm.id] = vm
@@ -191,39 +208,40 @@ class VmSnapshots:
         finally:
             with self._guard:  # with `_defer`'s registration: a caller is either woken or waits for a later list
                 self._listing.pop(cluster_name, None)
-                woken = self._done_for_locked(cluster_name, started)
+                woken = self._done_for_locked(cluster_name, started, self._clock())
                 self._due.notify()
             if woken and self._wake is not None:
                 self._wake(woken)
+            log.debug("listed the cluster's VMs", cluster=cluster_name, answered_s=round(answered[0] - started, 3),
+                      read_s=round(self._clock() - answered[0], 3), woken=len(woken))
 
     def _defer(self, cluster_name: str, fresh_after: float, waiter: str | None) -> NotYet:
         """What a caller that can wait is told when the recent list predates its last action: woken by the first
         list started after that action, when it can be woken by name; else when to come back (`_wait_for`)."""
         with self._guard:
             if waiter is not None and self._wake is not None:
-                return NotYet(self._await_locked(cluster_name, waiter, fresh_after), woken=True)
+                return NotYet(self._await_locked(cluster_name, waiter, _Wish(fresh_after, fresh_after)), woken=True)
             return NotYet(self._wait_for(cluster_name, fresh_after))
 
-    def _await_locked(self, cluster_name: str, waiter: str, not_before: float) -> float:
-        """`waiter` waits for the first list started at or after `not_before` (its latest wish replaces any
-        earlier one); the lister is started or told. Returns the fallback: when the list should have come, and
-        `WAKE_FALLBACK_S` more."""
-        self._waiters.setdefault(cluster_name, {})[waiter] = not_before
+    def _await_locked(self, cluster_name: str, waiter: str, wish: _Wish) -> float:
+        """`waiter` waits for a list that does for `wish` (its latest wish replaces any earlier one); the lister is
+        started or told. Returns the fallback: when the list should have come, and `WAKE_FALLBACK_S` more."""
+        self._waiters.setdefault(cluster_name, {})[waiter] = wish
         if self._lister is None:
             self._lister = threading.Thread(target=self._list_when_due, name="vm-lister", daemon=True)
             self._lister.start()
         else:
             self._due.notify()
         snap = self._snaps.get(cluster_name)
-        comes = max(not_before, self._recent_until(snap)) + (snap.cost if snap else self._max_age)
+        comes = max(wish.not_before, self._recent_until(snap)) + (snap.cost if snap else self._max_age)
         return max(comes - self._clock(), 0.0) + WAKE_FALLBACK_S
 
-    def _done_for_locked(self, cluster_name: str, started: float) -> list[str]:
-        """The waiters a list started at `started` does for, no longer waiting."""
+    def _done_for_locked(self, cluster_name: str, started: float, came: float) -> list[str]:
+        """The waiters a list started at `started` that came at `came` does for, no longer waiting."""
         waiting = self._waiters.get(cluster_name)
         if not waiting:
             return []
-        done = sorted(w for w, not_before in waiting.items() if not_before <= started)
+        done = sorted(w for w, wish in waiting.items() if wish.fresh_after <= started and wish.not_before <= came)
         for w in done:
             del waiting[w]
         if not waiting:
@@ -277,16 +295,16 @@ class VmSnapshots:
         if not waiting:
             return float("inf")
         snap = self._snaps.get(cluster_name)
-        earliest = min(waiting.values())
-        if snap is not None and snap.started >= earliest and self._clock() <= self._recent_until(snap):
+        if snap is not None and self._clock() <= self._recent_until(snap) and any(
+                w.fresh_after <= snap.started and w.not_before <= snap.started + snap.cost for w in waiting.values()):
             return float("-inf")
-        return max(earliest, self._recent_until(snap))
+        return max(min(w.not_before for w in waiting.values()), self._recent_until(snap))
 
     def _list_for(self, cluster_name: str) -> None:
         with self._lock_of(cluster_name):  # a caller may be taking one: it is waited for, and may do
             with self._guard:
                 snap = self._snaps.get(cluster_name)
-                done = self._done_for_locked(cluster_name, snap.started) \
+                done = self._done_for_locked(cluster_name, snap.started, snap.started + snap.cost) \
                     if snap is not None and self._clock() <= self._recent_until(snap) else []
                 due = self._due_at_locked(cluster_name) <= self._clock()
             if done and self._wake is not None:
@@ -327,8 +345,8 @@ class VmSnapshots:
         """Seconds until a caller that needs a list started after `fresh_after` and cannot be woken should come
         back (at least a moment). While one is being taken: when that list should come (as long as the last one
         took) if it started after `fresh_after`; else when the list after it may be taken, once the one being taken
-        has been recent for its time. Coming back when the older list comes would only find it too old, and be told to wait again:
-        at a thousand Machines most of the controller's passes were such (hack/bench/machines.py)."""
+        has been recent for its time. Coming back when the older list comes would only find it too old, and be told
+        to wait again: at a thousand Machines most of the controller's passes were such (hack/bench/machines.py)."""
         since = self._listing.get(cluster_name)
         last = self._snaps.get(cluster_name)
         if since is None:  # none is being taken: the next may be once the recent one's time is over

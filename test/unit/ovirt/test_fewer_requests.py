@@ -408,11 +408,11 @@ def test_a_caller_woken_by_the_first_list_after_a_moment_is_not_looked_at_before
             return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
 
     snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
-    assert snaps.wake_by_list("Default", "ns/worker-0", 101.0) is None  # no wake: it comes back itself
+    assert snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0) is None  # no wake: it comes back itself
     woken: list[str] = []
     snaps.wake_with(woken.extend)
     snaps.by_id("Default", "vm0")  # a list at 100, recent until 100.5
-    fallback = snaps.wake_by_list("Default", "ns/worker-0", 101.0)
+    fallback = snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0)
     assert fallback == pytest.approx(1.0 + WAKE_FALLBACK_S)  # when its list should have come, and the fallback
     now[0] = 100.8
     time.sleep(0.2)
@@ -439,8 +439,8 @@ def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_tim
     woken: list[str] = []
     snaps.wake_with(woken.extend)
     snaps.by_id("Default", "vm0")  # 100, recent until 100.5
-    snaps.wake_by_list("Default", "ns/worker-0", 100.6)
-    snaps.wake_by_list("Default", "ns/worker-1", 100.6)
+    snaps.wake_by_list("Default", "ns/worker-0", 100.0, 100.6)
+    snaps.wake_by_list("Default", "ns/worker-1", 100.0, 100.6)
     now[0] = 100.6
     assert _until(lambda: woken == ["ns/worker-0", "ns/worker-1"]) and lists == [100.0, 100.6]
     now[0] = 103.0  # its recent time is over
@@ -452,6 +452,32 @@ def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_tim
     now[0] = 103.0 + WAKE_FALLBACK_S + 1  # one woken that comes later than the fallback takes a new list too
     snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-1")
     assert lists == [100.0, 100.6, 103.0, 114.0]
+
+
+def test_a_list_that_came_after_a_waiters_moment_wakes_it_whoever_took_it():
+    """A status read may take a list just before a waiter's moment: that list started after the waiter's action and
+    came after its moment, so it wakes the waiter, which would otherwise wait for that list's recent time to be over
+    before the lister may take the next (seconds at a thousand VMs)."""
+    now = [100.0]
+    lists: list[float] = []
+
+    class _Lists:
+        def cluster_vms(self, cluster_name, read):
+            lists.append(now[0])
+            if len(lists) == 2:
+                now[0] += 0.3  # the status read's list takes 0.3 s
+            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
+
+    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
+    woken: list[str] = []
+    snaps.wake_with(woken.extend)
+    snaps.by_id("Default", "vm0")  # 100, recent until 100.5
+    snaps.wake_by_list("Default", "ns/worker-0", 100.2, 101.0)  # acted at 100.2, looks again from 101
+    now[0] = 100.9
+    snaps.by_id("Default", "vm0")  # a status read: from 100.9, came at 101.2
+    assert _until(lambda: woken == ["ns/worker-0"])
+    time.sleep(0.2)
+    assert lists == [100.0, 100.9]  # and the lister took none for it
 
 
 def test_a_list_the_lister_fails_to_take_wakes_its_waiters_who_meet_the_failure_in_their_own_look():
@@ -469,7 +495,7 @@ def test_a_list_the_lister_fails_to_take_wakes_its_waiters_who_meet_the_failure_
     snaps.wake_with(woken.extend)
     snaps.by_id("Default", "vm0")
     fail.set()
-    snaps.wake_by_list("Default", "ns/worker-0", 101.0)
+    snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0)
     now[0] = 101.0
     assert _until(lambda: woken == ["ns/worker-0"])
     with pytest.raises(OvirtError):  # its look takes the list itself: the failure goes to its queue's backoff

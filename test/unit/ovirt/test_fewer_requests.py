@@ -395,31 +395,48 @@ def test_a_caller_that_names_itself_is_woken_when_a_list_that_does_for_it_comes_
     assert snaps.by_id("Default", "vm0", fresh_after=102.8, may_defer=True, waiter="ns/worker-1").name == "worker-0"
 
 
+class _TimedLists:
+    """A cluster's VM lists (one VM, up) on the clock `now`, each recorded by when it was taken (`at`); the n-th moves
+    the clock by `costs[n]` while it is taken; with `fail` set, they fail."""
+
+    def __init__(self, now: list[float], costs: dict[int, float] | None = None) -> None:
+        self.now, self.costs = now, costs or {}
+        self.at: list[float] = []
+        self.fail = threading.Event()
+
+    def cluster_vms(self, cluster_name, read):
+        self.at.append(self.now[0])
+        if self.fail.is_set():
+            raise OvirtError("the engine did not answer")
+        self.now[0] += self.costs.get(len(self.at), 0.0)
+        return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
+
+
+def _snapshots_that_wake(costs: dict[int, float] | None = None):
+    """VM snapshots on a clock at 100 whose callers are woken (into the returned list), and their lists."""
+    now = [100.0]
+    lists = _TimedLists(now, costs)
+    snaps = VmSnapshots(lists, max_age_s=0.5, clock=lambda: now[0])
+    woken: list[str] = []
+    snaps.wake_with(woken.extend)
+    return snaps, now, lists, woken
+
+
 def test_a_caller_woken_by_the_first_list_after_a_moment_is_not_looked_at_before():
     """A VM just started is looked at after its poll interval: its Machine asks ahead to be woken by the first list
     taken after then, which the lister takes once that moment has come and the recent list's time is over; before,
     the Machine came back at its poll only to find the recent list too old and ask to be woken."""
-    now = [100.0]
-    lists: list[float] = []
-
-    class _Lists:
-        def cluster_vms(self, cluster_name, read):
-            lists.append(now[0])
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
-    assert snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0) is None  # no wake: it comes back itself
-    woken: list[str] = []
-    snaps.wake_with(woken.extend)
+    assert VmSnapshots(_TimedLists([100.0])).wake_by_list("Default", "ns/worker-0", 100.0, 101.0) is None  # no wake
+    snaps, now, lists, woken = _snapshots_that_wake()
     snaps.by_id("Default", "vm0")  # a list at 100, recent until 100.5
     fallback = snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0)
     assert fallback == pytest.approx(1.0 + WAKE_FALLBACK_S)  # when its list should have come, and the fallback
     now[0] = 100.8
     time.sleep(0.2)
-    assert lists == [100.0] and woken == []  # its moment has not come
+    assert lists.at == [100.0] and woken == []  # its moment has not come
     now[0] = 101.0
     assert _until(lambda: woken == ["ns/worker-0"])
-    assert lists == [100.0, 101.0]
+    assert lists.at == [100.0, 101.0]
     assert snaps.by_id("Default", "vm0", fresh_after=101.0, may_defer=True, waiter="ns/worker-0").name == "worker-0"
 
 
@@ -427,74 +444,41 @@ def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_tim
     """A list wakes hundreds of Machines at a thousand, the last of them seconds later through the work queue: they
     look at the list taken for them, instead of finding it too old and waiting for the next; once, and not for
     ever."""
-    now = [100.0]
-    lists: list[float] = []
-
-    class _Lists:
-        def cluster_vms(self, cluster_name, read):
-            lists.append(now[0])
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
-    woken: list[str] = []
-    snaps.wake_with(woken.extend)
+    snaps, now, lists, woken = _snapshots_that_wake()
     snaps.by_id("Default", "vm0")  # 100, recent until 100.5
     snaps.wake_by_list("Default", "ns/worker-0", 100.0, 100.6)
     snaps.wake_by_list("Default", "ns/worker-1", 100.0, 100.6)
     now[0] = 100.6
-    assert _until(lambda: woken == ["ns/worker-0", "ns/worker-1"]) and lists == [100.0, 100.6]
+    assert _until(lambda: woken == ["ns/worker-0", "ns/worker-1"]) and lists.at == [100.0, 100.6]
     now[0] = 103.0  # its recent time is over
     assert snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-0").name == "worker-0"
-    assert lists == [100.0, 100.6]
+    assert lists.at == [100.0, 100.6]
     # Its second look is judged as any other's: that list is too old, and it takes one.
     snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-0")
-    assert lists == [100.0, 100.6, 103.0]
+    assert lists.at == [100.0, 100.6, 103.0]
     now[0] = 103.0 + WAKE_FALLBACK_S + 1  # one woken that comes later than the fallback takes a new list too
     snaps.by_id("Default", "vm0", fresh_after=100.5, may_defer=True, waiter="ns/worker-1")
-    assert lists == [100.0, 100.6, 103.0, 114.0]
+    assert lists.at == [100.0, 100.6, 103.0, 114.0]
 
 
 def test_a_list_that_came_after_a_waiters_moment_wakes_it_whoever_took_it():
     """A status read may take a list just before a waiter's moment: that list started after the waiter's action and
     came after its moment, so it wakes the waiter, which would otherwise wait for that list's recent time to be over
     before the lister may take the next (seconds at a thousand VMs)."""
-    now = [100.0]
-    lists: list[float] = []
-
-    class _Lists:
-        def cluster_vms(self, cluster_name, read):
-            lists.append(now[0])
-            if len(lists) == 2:
-                now[0] += 0.3  # the status read's list takes 0.3 s
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
-    woken: list[str] = []
-    snaps.wake_with(woken.extend)
+    snaps, now, lists, woken = _snapshots_that_wake(costs={2: 0.3})  # the status read's list takes 0.3 s
     snaps.by_id("Default", "vm0")  # 100, recent until 100.5
     snaps.wake_by_list("Default", "ns/worker-0", 100.2, 101.0)  # acted at 100.2, looks again from 101
     now[0] = 100.9
     snaps.by_id("Default", "vm0")  # a status read: from 100.9, came at 101.2
     assert _until(lambda: woken == ["ns/worker-0"])
     time.sleep(0.2)
-    assert lists == [100.0, 100.9]  # and the lister took none for it
+    assert lists.at == [100.0, 100.9]  # and the lister took none for it
 
 
 def test_a_list_the_lister_fails_to_take_wakes_its_waiters_who_meet_the_failure_in_their_own_look():
-    now = [100.0]
-    fail = threading.Event()
-
-    class _Lists:
-        def cluster_vms(self, cluster_name, read):
-            if fail.is_set():
-                raise OvirtError("the engine did not answer")
-            return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.UP)])
-
-    snaps = VmSnapshots(_Lists(), max_age_s=0.5, clock=lambda: now[0])
-    woken: list[str] = []
-    snaps.wake_with(woken.extend)
+    snaps, now, lists, woken = _snapshots_that_wake()
     snaps.by_id("Default", "vm0")
-    fail.set()
+    lists.fail.set()
     snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0)
     now[0] = 101.0
     assert _until(lambda: woken == ["ns/worker-0"])

@@ -123,8 +123,9 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             namespace=config.namespace or None, resync_s=config.resync_s,
             timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles)),
     }
-    for name in config.controllers:
-        adders[name]()
+    built = {name: adders[name]() for name in config.controllers}
+    if "nodelink" in built and "ovirt-nodes" in built:
+        built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id)
     return manager
 
 

@@ -131,6 +131,13 @@ class NodeLinkReconciler:
                      new=MachinePhase.RUNNING)
 
     def _sync_node(self, node: dict, machine: dict) -> None:
+        patch = self.node_patch(node, machine)
+        if patch:
+            self._rest.merge_patch(NODES, node["metadata"]["name"], patch)
+
+    def node_patch(self, node: dict, machine: dict) -> dict:
+        """What the Node lacks of its Machine: the Machine annotation, the Machine's `spec.metadata` labels and
+        annotations, its taints (added, never removed); guarded by the Node's resourceVersion. {} when nothing."""
         meta = node["metadata"]
         mspec = machine.get("spec") or {}
         wanted_annotations = {keys.ANNOTATION_NODE_MACHINE: object_key(machine),
@@ -154,8 +161,20 @@ class NodeLinkReconciler:
         if added:
             patch.setdefault("metadata", {"resourceVersion": meta["resourceVersion"]})
             patch["spec"] = {"taints": taints + added}  # merge patch replaces the list: send the whole of it
-        if patch:
-            self._rest.merge_patch(NODES, meta["name"], patch)
+        return patch
+
+    def node_patch_for_provider_id(self, node: dict, pid: str) -> dict:
+        """Nodelink's part of the write that gives `node` its providerID `pid` (nodes.py), so that a Node
+        registered after its Machine was provisioned gets both in one write (docs/compatibility.md#node-controllers):
+        the `node_patch` of the one Machine (not being deleted) whose providerID is `pid`. {} when no Machine or
+        several have it, or when another Node carries it already (nodelink links none of them, `machine_for`);
+        nodelink then looks at the Node itself once it has its providerID."""
+        name = node["metadata"]["name"]
+        if any(n["metadata"]["name"] != name for n in self._nodes.by_index(INDEX_PROVIDER_ID, pid)):
+            return {}
+        machines = [m for m in self._machines.by_index(INDEX_PROVIDER_ID, pid)
+                    if not m["metadata"].get("deletionTimestamp")]
+        return self.node_patch(node, machines[0]) if len(machines) == 1 else {}
 
     def reconcile_quietly(self, key: str) -> Result | None:
         # A Node changes every heartbeat; a patch guarded by an older resourceVersion then gets 409. That is

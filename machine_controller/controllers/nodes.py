@@ -9,6 +9,8 @@ Unlike the Go controller it replaces, a Node is deleted only when the provider i
 
 from __future__ import annotations
 
+from typing import Callable
+
 import structlog
 
 from api.machine import MachineConditionReason
@@ -16,7 +18,7 @@ from machine_controller.runtime.controller import (Controller, OwnWrites, Result
                                                    when_changed)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
-from machine_controller.runtime.kube import Rest, is_not_found
+from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
@@ -37,6 +39,13 @@ class NodeInstanceReconciler:
         self._events = events
         # The echo of our providerID write: its instance was found a moment ago.
         self.own_writes = OwnWrites()
+        self._link: Callable[[dict, str], dict] | None = None
+
+    def link_with(self, node_patch_for_provider_id: Callable[[dict, str], dict]) -> None:
+        """With nodelink in this process, its part of a Node (the Machine annotation, labels, taints) goes in the
+        write of the providerID when the Machine already has that providerID: one Node write instead of two
+        (docs/compatibility.md#node-controllers)."""
+        self._link = node_patch_for_provider_id
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)
@@ -57,8 +66,17 @@ class NodeInstanceReconciler:
         if not pid:
             if instance is None:
                 return None  # not an instance of ours (yet); a later Node event brings us back
-            self.own_writes.record(self._rest.merge_patch(NODES, name, {"spec": {"providerID": instance.provider_id}}))
-            log.info("set node providerID", node=name, provider_id=instance.provider_id)
+            patch: dict = {"spec": {"providerID": instance.provider_id}}
+            linked = self._link(node, instance.provider_id) if self._link is not None else {}
+            for part, fields in linked.items():
+                patch[part] = {**patch.get(part, {}), **fields}
+            try:
+                self.own_writes.record(self._rest.merge_patch(NODES, name, patch))
+            except Exception as e:
+                if linked and is_conflict(e):
+                    return Result(requeue=True)  # nodelink's part is guarded: the Node changed; look again
+                raise
+            log.info("set node providerID", node=name, provider_id=instance.provider_id, linked=bool(linked))
             return None
         if instance is None:
             # Its volumes first: deleted at once, the Node would leave them attached for Kubernetes' six minutes.

@@ -4,6 +4,7 @@ deletion leaves no VM but keeps data disks (docs/compatibility.md#machine-phases
 from __future__ import annotations
 
 import json
+import threading
 
 import ovirtsdk4.types as types
 import yaml
@@ -107,3 +108,49 @@ def test_machine_metadata_and_taints_reach_the_node(menv):
     assert got["metadata"]["labels"]["node-role.kubernetes.io/infra"] == ""
     assert got["metadata"]["annotations"]["example.com/owner"] == "team-a"
     assert {"key": "dedicated", "value": "infra", "effect": "NoSchedule"} in got["spec"]["taints"]
+
+
+def test_a_node_registered_after_its_machine_is_provisioned_gets_its_provider_id_and_machine_in_one_write(menv):
+    """On real hosts the kubelet registers its Node minutes after the VM is up and the Machine `Provisioned`: the
+    Node's providerID and nodelink's annotation, labels and taints then come in one write
+    (docs/compatibility.md#node-controllers)."""
+    from kubernetes import client, watch
+
+    before = menv.sim.control.timings()
+    menv.sim.control.set_timings(guest_agent=6.0)  # the guest (and so its kubelet) reports 6 s after the VM is up
+    name = unique_name()
+    events: list = []  # the Node as each watch event brought it
+    stream = watch.Watch()
+
+    stopped = threading.Event()
+
+    def watch_node() -> None:
+        try:
+            for ev in stream.stream(client.CoreV1Api(menv.cluster.api_client()).list_node,
+                                    field_selector=f"metadata.name={name}", timeout_seconds=120):
+                events.append(ev["object"])
+        except Exception:
+            if not stopped.is_set():  # after the test, the API server may go first
+                raise
+
+    watcher = threading.Thread(target=watch_node, daemon=True)
+    watcher.start()
+    try:
+        menv.controller()
+        manifest = machine_manifest(menv.inst, menv.namespace, name)
+        manifest["spec"]["metadata"] = {"labels": {"node-role.kubernetes.io/infra": ""}}
+        menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+        menv.wait_phase(name, "Provisioned", timeout=90)
+        assert not events, "the Node registered before its Machine was Provisioned: the test proves nothing"
+        m = menv.wait_phase(name, "Running", timeout=90)
+    finally:
+        menv.sim.control.set_timings(guest_agent=before["guest_agent"])
+        stopped.set()
+        stream.stop()
+    with_pid = [n for n in events if n.spec.provider_id]
+    assert with_pid, [n.metadata.resource_version for n in events]
+    first = with_pid[0]
+    assert first.spec.provider_id == m["spec"]["providerID"]
+    assert (first.metadata.annotations or {}).get("machine.openshift.io/machine") == f"{menv.namespace}/{name}"
+    assert first.metadata.labels.get("node-role.kubernetes.io/infra") == ""
+    assert m["status"]["nodeRef"]["name"] == name

@@ -86,6 +86,10 @@ class FakeApi:
                 store.put(copy.deepcopy(obj))
         return store
 
+    def cached(self, resource: Resource) -> Store:
+        """The store `cache` keeps in step for `resource` (for a second controller reading the same informer)."""
+        return self._stores[resource.plural]
+
     def freeze_cache(self, resource: Resource) -> None:
         """From now on the store does not see writes: a cache lagging behind the API server."""
         self._frozen.add(resource.plural)

@@ -341,3 +341,61 @@ def test_other_errors_are_not_swallowed():
     with pytest.raises(Exception) as raised:
         reconciler.reconcile_quietly(NODE)
     assert getattr(raised.value, "status", None) == 500
+
+
+# --- the providerID write carrying nodelink's part ------------------------------------------------------------------
+
+def linked_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeInstanceReconciler, NodeLinkReconciler, FakeApi]:
+    """Both Node controllers of one process over one API, as app.build wires them."""
+    linker, api = link_world(node_obj, *machine_objs)
+    instances = FakeActuator(find=[NodeInstance(PID, running=True)])
+    reconciler = NodeInstanceReconciler(api, api.cached(NODES), instances, RecordingEvents())
+    reconciler.link_with(linker.node_patch_for_provider_id)
+    return reconciler, linker, api
+
+
+def test_a_node_registered_after_its_machine_was_provisioned_gets_its_provider_id_and_link_in_one_write():
+    reconciler, linker, api = linked_world(
+        node(None), machine("m", provider_id=PID, ip=IP, labels={"node-role.kubernetes.io/infra": ""},
+                            taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]))
+    assert reconciler.reconcile(NODE) is None
+    n = api.object(NODES, NODE)
+    assert n["spec"]["providerID"] == PID
+    assert n["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/m"}
+    assert n["metadata"]["labels"]["node-role.kubernetes.io/infra"] == ""
+    assert n["spec"]["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
+    assert len(api.writes(NODES)) == 1
+    # nodelink, woken by that write, has only the Machine's status left to write.
+    assert linker.reconcile_quietly(NODE) is None
+    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == "Running"
+    assert len(api.writes(NODES)) == 1
+
+
+@pytest.mark.parametrize("machines", [
+    [machine("m", ip=IP, phase="Provisioning")],  # not provisioned yet: nodelink links it later itself
+    [machine("a", provider_id=PID), machine("b", provider_id=PID)],  # which is the Node's cannot be told
+    [machine("old", provider_id=PID, deleting=True)],
+], ids=["no-provider-id-yet", "two-machines", "deleting"])
+def test_without_one_machine_of_that_provider_id_only_the_provider_id_is_written(machines):
+    reconciler, _, api = linked_world(node(None), *machines)
+    assert reconciler.reconcile(NODE) is None
+    n = api.object(NODES, NODE)
+    assert n["spec"] == {"providerID": PID} and not n["metadata"].get("annotations")
+
+
+def test_with_another_node_carrying_that_provider_id_only_the_provider_id_is_written():
+    """A copied Node manifest: nodelink links neither Node, so neither gets the Machine's annotation here."""
+    reconciler, _, api = linked_world(node(None), machine("m", provider_id=PID))
+    api.seed(NODES, {**node(PID), "metadata": {"name": "copy", "uid": "copy-uid"}})
+    assert reconciler.reconcile(NODE) is None
+    n = api.object(NODES, NODE)
+    assert n["spec"] == {"providerID": PID} and not n["metadata"].get("annotations")
+
+
+def test_a_node_changed_since_the_cache_saw_it_is_looked_at_again_before_its_provider_id_is_written():
+    """Nodelink's part is guarded by the Node's resourceVersion (its taints replace the list)."""
+    reconciler, _, api = linked_world(node(None), machine("m", provider_id=PID))
+    api.freeze_cache(NODES)
+    api.touch(NODES, NODE, change={"metadata": {"labels": {"kubelet": "heartbeat"}}})
+    assert reconciler.reconcile(NODE) == Result(requeue=True)
+    assert "providerID" not in api.object(NODES, NODE)["spec"]

@@ -189,14 +189,14 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         mark = audit.mark()
         if spy:
             spy.__enter__()
-        passes0 = _passes(ctl)
+        totals0 = _controller_totals(ctl)
         t0 = time.monotonic()
         create_shares = CpuShares(pids)
         create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
         watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
         create_s = time.monotonic() - t0
         create_cpu = create_shares.stop()
-        passes1 = _passes(ctl)
+        totals1 = _controller_totals(ctl)
         if spy:
             spy.__exit__(None, None, None)
         create_counts = sim.control.counts()
@@ -213,7 +213,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         watch.wait(lambda phases: not phases, f"N={n} delete")
         delete_s = time.monotonic() - t1
         delete_cpu = delete_shares.stop()
-        passes2 = _passes(ctl)
+        totals2 = _controller_totals(ctl)
         load2 = os.getloadavg()[0]
     watch.close()
     delete_counts = sim.control.counts()
@@ -232,19 +232,34 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
             "create_cpu": create_cpu, "delete_cpu": delete_cpu,
-            "create_passes": _per_machine(passes1 - passes0, n), "delete_passes": _per_machine(passes2 - passes1, n),
+            "create_passes": _per_machine(_passes(totals1 - totals0), n),
+            "delete_passes": _per_machine(_passes(totals2 - totals1), n),
+            "create_waits": _mean_waits(totals1 - totals0), "delete_waits": _mean_waits(totals2 - totals1),
             "profile": summary(spy_dir / f"profile-{n}.txt") if spy_dir else None}
 
 
-def _passes(ctl: ControllerProcess) -> Counter[str]:
-    """The controller's reconcile passes so far, by controller (`controller_runtime_reconcile_total`)."""
-    passes: Counter[str] = Counter()
+def _controller_totals(ctl: ControllerProcess) -> Counter[tuple[str, str]]:
+    """The controller's totals so far by (what, controller): its reconcile passes (`controller_runtime_reconcile`),
+    and the keys its work queues handed out with the seconds they had waited in them
+    (`workqueue_queue_duration_seconds`): how long a Machine or Node waited for a worker."""
+    totals: Counter[tuple[str, str]] = Counter()
     for family in text_string_to_metric_families(ctl.metrics()):
-        if family.name == "controller_runtime_reconcile":
-            for sample in family.samples:
-                if sample.name.endswith("_total"):
-                    passes[sample.labels["controller"]] += int(sample.value)
-    return passes
+        for sample in family.samples:
+            if family.name == "controller_runtime_reconcile" and sample.name.endswith("_total"):
+                totals["passes", sample.labels["controller"]] += sample.value
+            elif family.name == "workqueue_queue_duration_seconds" and sample.name.endswith(("_sum", "_count")):
+                totals["waited_s" if sample.name.endswith("_sum") else "taken", sample.labels["name"]] += sample.value
+    return totals
+
+
+def _passes(totals: Counter[tuple[str, str]]) -> dict[str, float]:
+    return {name: v for (what, name), v in totals.items() if what == "passes"}
+
+
+def _mean_waits(totals: Counter[tuple[str, str]]) -> dict[str, float]:
+    """Mean seconds a key waited in each controller's queue, longest first."""
+    waits = {name: totals["waited_s", name] / taken for (what, name), taken in totals.items() if what == "taken"}
+    return dict(sorted(waits.items(), key=lambda kv: -kv[1]))
 
 
 def _per_machine(counts: dict[str, int], n: int) -> dict[str, float]:
@@ -378,6 +393,8 @@ def main() -> int:
             print(f"  N={r['n']} {what} CPU: {r[f'{what}_cpu'].line()}")
             parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_passes"].items())
             print(f"  N={r['n']} {what} reconcile passes per Machine by controller: {parts}")
+            parts = ", ".join(f"{k} {v:.2f} s" for k, v in r[f"{what}_waits"].items())
+            print(f"  N={r['n']} {what} mean wait of a key in its work queue by controller: {parts}")
             parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())

@@ -1,0 +1,43 @@
+"""hack/bench/machines.py: the passes and queue waits it prints are read from the controller's own metrics, as a
+real work queue and controller export them."""
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from hack.bench.machines import _controller_totals, _mean_waits, _passes
+from machine_controller.runtime.controller import Controller
+from machine_controller.runtime.workqueue import WorkQueue
+
+
+class Exported:
+    """What ControllerProcess.metrics() reads over HTTP, from an in-process registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def metrics(self) -> str:
+        return generate_latest(self.registry).decode()
+
+
+def test_passes_and_mean_waits_are_told_apart_by_controller_and_taken_between_two_readings():
+    registry = CollectorRegistry()
+    clock = [100.0]
+    queues = {name: WorkQueue(name, registry=registry, clock=lambda: clock[0]) for name in ("machine", "nodelink")}
+    controllers = {name: Controller(name, q, lambda key: None, registry=registry) for name, q in queues.items()}
+    ctl = Exported(registry)
+    before = _controller_totals(ctl)
+    for key in ("a", "b"):
+        queues["machine"].add(key)
+    queues["nodelink"].add("n")
+    clock[0] += 3.0  # each waited 3 s, then the machine keys 1 s more
+    assert queues["nodelink"].get() == "n"
+    controllers["nodelink"].process("n")
+    clock[0] += 1.0
+    for key in (queues["machine"].get(), queues["machine"].get()):
+        controllers["machine"].process(key)
+    for q in queues.values():
+        q.shutdown()
+    after = _controller_totals(ctl)
+    waits = _mean_waits(after - before)
+    assert list(waits) == ["machine", "nodelink"]  # longest first
+    assert abs(waits["machine"] - 4.0) < 1e-6 and abs(waits["nodelink"] - 3.0) < 1e-6
+    assert _passes(after - before) == {"machine": 2, "nodelink": 1}

@@ -321,6 +321,8 @@ def main() -> int:
     parser.add_argument("--resync", type=float, default=600.0, help="controller --resync-period")
     parser.add_argument("--heartbeat", type=float, default=None,
                         help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
+    parser.add_argument("--ovirt-connections", type=int, default=None,
+                        help="the controller's --ovirt-connections (default: the controller's own)")
     parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG per N into this directory")
     parser.add_argument("--py-spy", type=Path, default=None, dest="spy",
@@ -364,7 +366,9 @@ def main() -> int:
                 kubectl("delete", "nodes", "-l", "node.openshift.io/os_id=rhcos", "--wait=false")
             nodes.close()
             ctl = ControllerProcess(plane.kubeconfig(), work / "controller.log",
-                                    extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}"),
+                                    extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}",
+                                                *([f"--ovirt-connections={args.ovirt_connections}"]
+                                                  if args.ovirt_connections else [])),
                                     env=IMAGE_MALLOC).start()
             try:
                 ctl.wait_ready()
@@ -376,8 +380,8 @@ def main() -> int:
                 ctl.stop()
     heartbeat = timings.get("node_heartbeat") or "the profile's"
     print(f"\nsimulator profile {args.profile!r}, guest Node heartbeat {heartbeat} s; controller workers="
-          f"{args.workers}; floor: the same N VMs created and booted by the bare SDK with {args.floor_workers} "
-          f"connections\n")
+          f"{args.workers}, oVirt connections {args.ovirt_connections or 'its default'}; floor: the same N VMs "
+          f"created and booted by the bare SDK with {args.floor_workers} connections\n")
     print(f"{'N':>5} {'all Running':>12} {'floor':>7} {'/ floor':>8} {'req/machine':>12} {'writes/m':>9} "
           f"{'delete':>8} {'del req/m':>10} {'del wr/m':>9} {'CPU s':>7} {'CPU ms/m':>9} {'del ms/m':>9} "
           f"{'peak RSS':>9} {'load 1m':>15}")

@@ -183,9 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-base", dest="backoff_base_s", type=BACKOFF_S, default=1.0,
                    help="first retry delay of a failing reconcile, doubled per failure")
     p.add_argument("--backoff-cap", dest="backoff_cap_s", type=BACKOFF_S, default=300.0, help="longest retry delay")
-    p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=None,
-                   help="size of the shared oVirt connection pool (default: --workers, at most 64: a smaller pool "
-                        "makes Machine workers wait for a connection)")
+    p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4, help="size of the shared oVirt connection pool")
     p.add_argument("--ovirt-timeout", dest="ovirt_timeout_s", type=bounded(int, 1, 3600), default=60,
                    help="seconds an oVirt request may take before its answer is given up as lost (a power action "
                         "whose answer is lost is never sent again blindly: docs/fencing.md)")
@@ -234,6 +232,4 @@ def parse(argv: list[str] | None = None) -> Config:
     if args.renew_deadline_s <= 1.2 * args.retry_period_s:
         parser.error(f"argument --leader-elect-retry-period: 1.2 times it must be below "
                      f"--leader-elect-renew-deadline ({args.renew_deadline_s:g}), got {args.retry_period_s:g}")
-    if args.ovirt_connections is None:
-        args.ovirt_connections = min(args.workers, 64)
     return Config(**vars(args))

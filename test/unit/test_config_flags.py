@@ -99,15 +99,3 @@ def test_the_process_exits_2_with_one_line_and_no_traceback(module, argv, flag):
     assert "Traceback" not in run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and flag in lines[0], run.stderr
-
-
-@pytest.mark.parametrize("argv, connections", [
-    ([], 8),  # the default --workers
-    (["--workers=16"], 16),
-    (["--workers=200"], 64),
-    (["--workers=16", "--ovirt-connections=4"], 4),
-])
-def test_the_ovirt_pool_has_a_connection_per_machine_worker_unless_told(argv, connections):
-    """A Machine worker holds a connection for each engine request; fewer connections than workers make workers
-    wait for one (hack/bench/machines.py --ovirt-connections)."""
-    assert parse(argv).ovirt_connections == connections

@@ -319,7 +319,8 @@ class VmSnapshots:
 
     def _usable(self, cluster_name: str, fresh_after: float, may_defer: bool, waiter: str | None) -> _Snapshot | None:
         """The newest list when it is recent and newer than `fresh_after`; None when a new one must be taken. A
-        caller that can wait for a newer list than the recent one is woken by it or told when (NotYet)."""
+        caller that can wait for a newer list than the recent one is woken by it or told when (NotYet). Asking spends
+        the waiter's wake (`_serves_the_woken`): a woken Machine is served past the recent time once."""
         snap = self._snaps.get(cluster_name)
         if snap is None:
             return None
@@ -334,7 +335,7 @@ class VmSnapshots:
 
     def _serves_the_woken(self, cluster_name: str, waiter: str | None, snap: _Snapshot, now: float) -> bool:
         """Whether `waiter` was woken by `snap` (or an older list) and this is its first look since, within
-        WAKE_FALLBACK_S of the list's coming."""
+        WAKE_FALLBACK_S of the list's coming. The mark is removed by asking, whatever the answer."""
         if waiter is None:
             return False
         with self._guard:

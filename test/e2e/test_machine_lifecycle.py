@@ -117,7 +117,9 @@ def test_a_node_registered_after_its_machine_is_provisioned_gets_its_provider_id
     from kubernetes import client, watch
 
     before = menv.sim.control.timings()
-    menv.sim.control.set_timings(guest_agent=6.0)  # the guest (and so its kubelet) reports 6 s after the VM is up
+    # The guest (and so its kubelet) reports 15 s after the VM is up: the Machine is Provisioned long before, even on
+    # a loaded machine.
+    menv.sim.control.set_timings(guest_agent=15.0)
     name = unique_name()
     events: list = []  # the Node as each watch event brought it
     stream = watch.Watch()

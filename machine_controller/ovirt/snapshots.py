@@ -73,13 +73,21 @@ class _Wish:
     fresh_after: float
     not_before: float
 
+    def done_by(self, started: float, came: float) -> bool:
+        """Whether a list started at `started` that came at `came` does for this wish."""
+        return self.fresh_after <= started and self.not_before <= came
+
 
 @dataclass
 class _Snapshot:
     started: float
-    cost: float = 0.0  # seconds the list took: it came at `started + cost`
+    cost: float = 0.0  # seconds the list took
     by_id: dict[str, ListedVm] = field(default_factory=dict)
     by_name: dict[str, list[ListedVm]] = field(default_factory=dict)
+
+    @property
+    def came(self) -> float:
+        return self.started + self.cost
 
 
 class VmSnapshots:
@@ -241,7 +249,7 @@ class VmSnapshots:
         waiting = self._waiters.get(cluster_name)
         if not waiting:
             return []
-        done = sorted(w for w, wish in waiting.items() if wish.fresh_after <= started and wish.not_before <= came)
+        done = sorted(w for w, wish in waiting.items() if wish.done_by(started, came))
         for w in done:
             del waiting[w]
         if not waiting:
@@ -256,7 +264,7 @@ class VmSnapshots:
     def _recent_until(self, snap: _Snapshot | None) -> float:
         if snap is None:
             return float("-inf")
-        return snap.started + snap.cost + max(self._max_age, self._cost_factor * snap.cost)
+        return snap.came + max(self._max_age, self._cost_factor * snap.cost)
 
     def _list_when_due(self) -> None:
         """The lister thread: a cluster's list is taken once its earliest waiter is due and its recent list's time
@@ -296,7 +304,7 @@ class VmSnapshots:
             return float("inf")
         snap = self._snaps.get(cluster_name)
         if snap is not None and self._clock() <= self._recent_until(snap) and any(
-                w.fresh_after <= snap.started and w.not_before <= snap.started + snap.cost for w in waiting.values()):
+                w.done_by(snap.started, snap.came) for w in waiting.values()):
             return float("-inf")
         return max(min(w.not_before for w in waiting.values()), self._recent_until(snap))
 
@@ -304,7 +312,7 @@ class VmSnapshots:
         with self._lock_of(cluster_name):  # a caller may be taking one: it is waited for, and may do
             with self._guard:
                 snap = self._snaps.get(cluster_name)
-                done = self._done_for_locked(cluster_name, snap.started, snap.started + snap.cost) \
+                done = self._done_for_locked(cluster_name, snap.started, snap.came) \
                     if snap is not None and self._clock() <= self._recent_until(snap) else []
                 due = self._due_at_locked(cluster_name) <= self._clock()
             if done and self._wake is not None:
@@ -340,7 +348,7 @@ class VmSnapshots:
             return False
         with self._guard:
             woken_by = self._woken.pop((cluster_name, waiter), None)
-        return woken_by is not None and snap.started >= woken_by and now <= snap.started + snap.cost + WAKE_FALLBACK_S
+        return woken_by is not None and snap.started >= woken_by and now <= snap.came + WAKE_FALLBACK_S
 
     def _wait_for(self, cluster_name: str, fresh_after: float) -> float:
         """Seconds until a caller that needs a list started after `fresh_after` and cannot be woken should come

@@ -7,6 +7,7 @@ import base64
 import re
 import threading
 import time
+from typing import Callable
 
 import structlog
 
@@ -17,9 +18,12 @@ from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, 
 from .connection import ConnectionPool
 from .credentials import InvalidCredentials, from_secret_data
 from .errors import MissingDependencyError
+from .kept import KeptAnswers
 
 log = structlog.get_logger(__name__)
 _VIP_CACHE_S = 60.0
+# How long a user-data Secret's text serves the Machines created after it was read (UserData).
+USER_DATA_KEEP_S = 10.0
 USER_DATA_PATH = "spec.providerSpec.value.userDataSecret"
 # What XML 1.0 cannot carry (a strict UTF-8 decoding has no surrogates): the SDK writes the user data into the
 # create request's XML, cutting it short at a NUL and sending other control characters as they are, which the
@@ -59,12 +63,21 @@ class CredentialsWatch:
 class UserData:
     """The Ignition config of a Machine, from its user-data secret (key `userData`, docs/compatibility.md#user-data).
     Text the engine could never take (not UTF-8, or characters its XML cannot carry) is an invalid configuration
-    naming the field, found before any VM exists."""
+    naming the field, found before any VM exists.
 
-    def __init__(self, rest: Rest):
+    A text read is kept for `keep_s`: the Machines of a burst (a MachineSet scaled by a thousand) share one read of
+    their Secret instead of a GET each, and a Secret changed since is used by the Machines created after that time.
+    A Secret missing, without `userData` or refused is read again at the next create, so a fixed one is seen at once
+    (docs/compatibility.md#user-data)."""
+
+    def __init__(self, rest: Rest, keep_s: float = USER_DATA_KEEP_S, clock: Callable[[], float] = time.monotonic):
         self._rest = rest
+        self._kept: KeptAnswers[str] = KeptAnswers(keep_s, clock)
 
     def __call__(self, namespace: str, name: str) -> str:
+        return self._kept.get((namespace, name), lambda: self._read(namespace, name))
+
+    def _read(self, namespace: str, name: str) -> str:
         try:
             secret = self._rest.get(SECRETS, name, namespace)
         except Exception as e:

@@ -9,25 +9,20 @@ everything when a request that used it answers 404 or 400, and entries expire af
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import ovirtsdk4.types as types
 
 from .client import OvirtClient
-
-T = TypeVar("T")
+from .kept import KeptAnswers
 
 
 class Lookups:
     def __init__(self, client: OvirtClient, ttl_s: float = 600.0, clock: Callable[[], float] = time.monotonic):
         self._client = client
-        self._ttl = ttl_s
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._kept: dict[tuple[Any, ...], tuple[float, Any]] = {}
-        self._fetching: dict[tuple[Any, ...], threading.Lock] = {}
+        self._kept: KeptAnswers[Any] = KeptAnswers(ttl_s, clock)
+        self._cached = self._kept.get
 
     def cluster(self, cluster_id: str) -> types.Cluster | None:
         return self._cached(("cluster", cluster_id), lambda: self._client.cluster(cluster_id))
@@ -50,22 +45,4 @@ class Lookups:
         return self._cached(("tag", name), lambda: self._client.tag_exists(name))
 
     def forget(self) -> None:
-        with self._lock:
-            self._kept.clear()
-
-    def _cached(self, key: tuple[Any, ...], fetch: Callable[[], T]) -> T:
-        with self._lock:
-            key_lock = self._fetching.setdefault(key, threading.Lock())
-        # One fetch per key at a time: workers starting together wait for the first answer instead of all asking;
-        # different keys do not wait for each other.
-        with key_lock:
-            now = self._clock()
-            with self._lock:
-                hit = self._kept.get(key)
-                if hit is not None and now - hit[0] < self._ttl:
-                    return hit[1]
-            value = fetch()
-            if value:
-                with self._lock:
-                    self._kept[key] = (now, value)
-            return value
+        self._kept.forget()

@@ -14,7 +14,6 @@ import time
 
 import ovirtsdk4 as sdk
 import ovirtsdk4.types as types
-from ovirtsdk4 import http as sdk_http
 import structlog
 import tenacity
 
@@ -22,6 +21,7 @@ from .connection import ConnectionPool, NoCredentials
 from .errors import ConflictError, NotFoundError, OvirtError, TransientError, classify
 from .request_metrics import RequestMetrics
 from .search import equals
+from .streamed import Reader, get_streamed
 
 T = TypeVar("T")
 # AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
@@ -93,18 +93,16 @@ class OvirtClient:
         except NotFoundError:
             return None
 
-    def cluster_vms(self, cluster_name: str, read: Callable[[bytes], list[T]]) -> list[T]:
+    def cluster_vms(self, cluster_name: str, new_reader: Callable[[], Reader[list[T]]]) -> list[T]:
         """Every VM of the cluster, each with its reported devices (the guest's addresses), tags and disks inlined,
-        made into what `read` makes of the answer's XML (listed_vms.py: the SDK's reader would build a full VM of
-        tens of KiB for each, in Python, which at a thousand VMs was the controller's largest cost)."""
+        made into what a reader from `new_reader` makes of the answer's XML, fed to it as it arrives (listed_vms.py:
+        the SDK's reader would build a full VM of tens of KiB for each, in Python, which at a thousand VMs was the
+        controller's largest cost; streamed.py: the SDK would hold the answer twice, whole)."""
         query = {"search": equals("cluster", cluster_name, "cluster name"),
                  "follow": "reported_devices,tags,disk_attachments.disk"}
 
         def fetch(conn: sdk.Connection) -> list[T]:
-            response = conn.wait(conn.send(sdk_http.Request(method="GET", path="/vms", query=query)))
-            if response.code != 200:
-                conn.system_service().vms_service()._check_fault(response)  # raises the SDK's own error
-            return read(response.body)
+            return get_streamed(conn, "/vms", query, new_reader(), conn.system_service().vms_service()._check_fault)
         return self._call(f"list VMs of cluster {cluster_name}", fetch)
 
     def vm_disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:

@@ -13,7 +13,6 @@ an empty tuple, as the SDK makes it an empty list: the records are the same whic
 
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from enum import Enum
@@ -70,19 +69,35 @@ class ListedVm:
     disk_attachments: tuple[ListedAttachment, ...] | None
 
 
-def read_vms(body: bytes) -> list[ListedVm]:
-    """The VMs of a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`), in order.
+class VmListReader:
+    """Reads a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`) piece by piece as it arrives (`feed`, from
+    streamed.py); `close` gives its VMs, in order.
 
     Only the ends of elements are asked of the parser (the starts doubled the events this loop went through, for a
     depth that only told a VM of the list from a `<vm>` inside one): a VM of the list has child elements (its name,
     its status...), a VM that one only links to (a disk attachment's, a reported device's) is an empty
-    `<vm href=... id=.../>`, as the engine renders every link that is not followed, and the list follows no VM."""
-    vms: list[ListedVm] = []
-    for _, elem in ET.iterparse(io.BytesIO(body), events=("end",)):
-        if elem.tag == "vm" and len(elem):
-            vms.append(_vm(elem))
-            elem.clear()  # its elements are dropped before the next VM is read
-    return vms
+    `<vm href=... id=.../>`, as the engine renders every link that is not followed, and the list follows no VM.
+    The events of a piece are read before the next piece is parsed, so a VM's elements are dropped before the next
+    one is built: expat (C) holds at most a piece and a VM."""
+
+    def __init__(self) -> None:
+        self._parser = ET.XMLPullParser(events=("end",))
+        self._vms: list[ListedVm] = []
+
+    def feed(self, piece: bytes) -> None:
+        self._parser.feed(piece)
+        self._read_events()
+
+    def close(self) -> list[ListedVm]:
+        self._parser.close()
+        self._read_events()
+        return self._vms
+
+    def _read_events(self) -> None:
+        for _, elem in self._parser.read_events():
+            if elem.tag == "vm" and len(elem):
+                self._vms.append(_vm(elem))
+                elem.clear()  # its elements are dropped before the next VM is read
 
 
 def _vm(e: ET.Element) -> ListedVm:

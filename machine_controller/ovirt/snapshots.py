@@ -44,7 +44,7 @@ from typing import Callable, Iterable
 import structlog
 
 from .client import OvirtClient
-from .listed_vms import ListedVm, read_vms
+from .listed_vms import ListedVm, VmListReader
 
 
 # How long after its list should have come a caller woken by it is told to look anyway, in case the wake is lost: a
@@ -198,15 +198,9 @@ class VmSnapshots:
         started = self._clock()
         with self._guard:
             self._listing[cluster_name] = started
-        answered = [started]
-
-        def read(body: bytes) -> list[ListedVm]:
-            answered[0] = self._clock()
-            return read_vms(body)
-
         woken: list[str] = []
         try:
-            vms = self._client.cluster_vms(cluster_name, read)
+            vms = self._client.cluster_vms(cluster_name, VmListReader)
             snap = _Snapshot(started, cost=self._clock() - started)
             for vm in vms:
                 snap.by_id[vm.id] = vm
@@ -220,8 +214,8 @@ class VmSnapshots:
                 self._due.notify()
             if woken and self._wake is not None:
                 self._wake(woken)
-            log.debug("listed the cluster's VMs", cluster=cluster_name, answered_s=round(answered[0] - started, 3),
-                      read_s=round(self._clock() - answered[0], 3), woken=len(woken))
+            log.debug("listed the cluster's VMs", cluster=cluster_name, took_s=round(self._clock() - started, 3),
+                      woken=len(woken))
 
     def _defer(self, cluster_name: str, fresh_after: float, waiter: str | None) -> NotYet:
         """What a caller that can wait is told when the recent list predates its last action: woken by the first

@@ -1,8 +1,12 @@
-"""Fake clients answer a cluster list as the engine does, with the XML of the VMs, for `read` to make records of."""
+"""Fake clients answer a cluster list as the engine does, with the XML of the VMs, for a reader to make records of;
+`read_vms` reads a whole answer with the controller's reader."""
 
 from __future__ import annotations
 
 from typing import Callable, Iterable, TypeVar
+
+from machine_controller.ovirt.listed_vms import ListedVm, VmListReader
+from machine_controller.ovirt.streamed import Reader
 
 import ovirtsdk4.types as types
 from ovirtsdk4.writer import Writer
@@ -11,5 +15,13 @@ import ovirtsdk4.writers  # noqa: F401 - registers the SDK's writers, Writer.wri
 T = TypeVar("T")
 
 
-def answer(read: Callable[[bytes], list[T]], vms: Iterable[types.Vm]) -> list[T]:
-    return read(Writer.write(list(vms), root="vms").encode())
+def answer(new_reader: Callable[[], Reader[list[T]]], vms: Iterable[types.Vm]) -> list[T]:
+    reader = new_reader()
+    reader.feed(Writer.write(list(vms), root="vms").encode())
+    return reader.close()
+
+
+def read_vms(body: bytes) -> list[ListedVm]:
+    reader = VmListReader()
+    reader.feed(body)
+    return reader.close()

@@ -15,7 +15,7 @@ from machine_controller.controllers.actuator import Progress
 from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.errors import BadRequestError, OvirtError
-from machine_controller.ovirt.listed_vms import read_vms
+from machine_controller.ovirt.listed_vms import VmListReader
 from machine_controller.ovirt.snapshots import WAKE_FALLBACK_S, NotYet, VmSnapshots
 
 from listed_xml import answer
@@ -72,7 +72,7 @@ def test_the_cluster_list_is_read_vm_by_vm_into_what_is_kept_and_faults_are_the_
                                             follow="reported_devices,tags,disk_attachments.disk")}
     finally:
         conn.close()
-    kept = ovirt.cluster_vms(cluster, read_vms)
+    kept = ovirt.cluster_vms(cluster, VmListReader)
     assert {v.id: (v.name, v.status) for v in kept} == {i: (v.name, v.status) for i, v in by_sdk.items()}
     disks = {v.id: [a.disk.provisioned_size for a in v.disk_attachments] for v in kept}
     assert disks == {i: [a.disk.provisioned_size for a in v.disk_attachments] for i, v in by_sdk.items()}
@@ -80,7 +80,7 @@ def test_the_cluster_list_is_read_vm_by_vm_into_what_is_kept_and_faults_are_the_
     assert all(not hasattr(v, "cpu") and not hasattr(v, "__dict__") for v in kept)  # only what is read
     sim.control.inject_fault("/vms", method="GET", status=400, detail="[Invalid search]", count=1)
     with pytest.raises(BadRequestError, match="Invalid search"):
-        ovirt.cluster_vms(cluster, read_vms)
+        ovirt.cluster_vms(cluster, VmListReader)
 
 
 def _add_twice(sim, ovirt: OvirtClient) -> None:

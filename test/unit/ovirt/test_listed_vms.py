@@ -10,7 +10,9 @@ from ovirtsdk4 import http as sdk_http
 
 from hack import ovirt_install
 from machine_controller.ovirt.listed_vms import (ListedAttachment, ListedDevice, ListedDisk, ListedIp, ListedTag,
-                                                 ListedVm, read_vms)
+                                                 ListedVm)
+
+from listed_xml import read_vms
 
 FOLLOW = "reported_devices,tags,disk_attachments.disk"
 

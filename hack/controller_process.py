@@ -99,13 +99,15 @@ class ControllerProcess(Process):
 
     def __init__(self, kubeconfig: Path, log_path: Path, namespace: str = "openshift-machine-api",
                  leader_elect: bool = False, identity: str | None = None, extra_args: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, python: str = sys.executable):
+        """`python`: the interpreter to run the controller with (the benchmark's has the product's dependencies
+        only, hack/bench/product_venv.py); the package itself is this source tree's either way."""
         health_port, metrics_port = free_port(), free_port()
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.identity = identity or f"controller-{health_port}"
         args = [
-            sys.executable, "-m", "machine_controller",
+            python, "-m", "machine_controller",
             f"--kubeconfig={kubeconfig}", f"--namespace={namespace}", f"--identity={self.identity}",
             "--bind-address=127.0.0.1", f"--health-port={health_port}", f"--metrics-port={metrics_port}",
             "--leader-elect" if leader_elect else "--no-leader-elect",

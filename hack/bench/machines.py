@@ -6,7 +6,8 @@
 For each N it reports: the time until all N Machines are Running, divided by the floor for N (the same N VMs
 created and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run,
 hack/bench/floor.py); the oVirt requests per Machine (the simulator's own counters) by endpoint; the controller
-process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches); how busy the
+process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its caches; the controller runs
+with the product's dependencies only, as the image has them: hack/bench/product_venv.py); how busy the
 machine was and each process's share of its cores (API server, etcd, simulator, controller compete for two cores:
 hack/bench/procstat.py); the Kubernetes API writes per Machine by verb, resource and answer code, events included
 (the API server's audit log, hack/bench/audit.py). Then it deletes the Machines and reports the same for deletion.
@@ -41,6 +42,7 @@ from hack.bench.audit import AuditLog
 from hack.bench.floor import Floor, boot_floor
 from hack.bench.plot import Run, Sample, draw
 from hack.bench.procstat import CpuShares, cpu_seconds, status_mib
+from hack.bench.product_venv import product_python
 from hack.bench.pyspy import PySpy, summary
 from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
@@ -323,6 +325,9 @@ def main() -> int:
                         help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
     parser.add_argument("--ovirt-connections", type=int, default=None,
                         help="the controller's --ovirt-connections (default: the controller's own)")
+    parser.add_argument("--dev-venv", action="store_true",
+                        help="run the controller with the development virtualenv instead of the product's "
+                             "dependencies only (hack/bench/product_venv.py)")
     parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG per N into this directory")
     parser.add_argument("--py-spy", type=Path, default=None, dest="spy",
@@ -369,7 +374,8 @@ def main() -> int:
                                     extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}",
                                                 *([f"--ovirt-connections={args.ovirt_connections}"]
                                                   if args.ovirt_connections else [])),
-                                    env=IMAGE_MALLOC).start()
+                                    env=IMAGE_MALLOC, python=sys.executable if args.dev_venv
+                                    else str(product_python())).start()
             try:
                 ctl.wait_ready()
                 rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy, plane.state.pids)
@@ -380,8 +386,9 @@ def main() -> int:
                 ctl.stop()
     heartbeat = timings.get("node_heartbeat") or "the profile's"
     print(f"\nsimulator profile {args.profile!r}, guest Node heartbeat {heartbeat} s; controller workers="
-          f"{args.workers}, oVirt connections {args.ovirt_connections or 'its default'}; floor: the same N VMs "
-          f"created and booted by the bare SDK with {args.floor_workers} connections\n")
+          f"{args.workers}, oVirt connections {args.ovirt_connections or 'its default'}, "
+          f"{'the development virtualenv' if args.dev_venv else 'the product dependencies only'}; floor: the same "
+          f"N VMs created and booted by the bare SDK with {args.floor_workers} connections\n")
     print(f"{'N':>5} {'all Running':>12} {'floor':>7} {'/ floor':>8} {'req/machine':>12} {'writes/m':>9} "
           f"{'delete':>8} {'del req/m':>10} {'del wr/m':>9} {'CPU s':>7} {'CPU ms/m':>9} {'del ms/m':>9} "
           f"{'peak RSS':>9} {'load 1m':>15}")

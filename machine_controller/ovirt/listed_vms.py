@@ -101,10 +101,9 @@ class VmListReader:
 
 
 def _vm(e: ET.Element) -> ListedVm:
-    links = {link.get("rel") for link in e.iterfind("link") if link.get("href")}
-    tags = _many(e, "tags", "tag", "tags", links)
-    devices = _many(e, "reported_devices", "reported_device", "reporteddevices", links)
-    attachments = _many(e, "disk_attachments", "disk_attachment", "diskattachments", links)
+    tags = _many(e, "tags", "tag", "tags")
+    devices = _many(e, "reported_devices", "reported_device", "reporteddevices")
+    attachments = _many(e, "disk_attachments", "disk_attachment", "diskattachments")
     return ListedVm(
         id=e.get("id"), name=e.findtext("name"), status=_enum(types.VmStatus, e.findtext("status")),
         tags=None if tags is None else tuple(ListedTag(t.findtext("name")) for t in tags),
@@ -118,12 +117,14 @@ def _vm(e: ET.Element) -> ListedVm:
     )
 
 
-def _many(e: ET.Element, outer: str, inner: str, rel: str, links: set[str | None]) -> list[ET.Element] | None:
-    """The followed list's elements; [] when it is only linked (the SDK's empty list); None when neither."""
+def _many(e: ET.Element, outer: str, inner: str, rel: str) -> list[ET.Element] | None:
+    """The followed list's elements; [] when it is only linked (the SDK's empty list); None when neither. The links
+    (some forty a VM) are only looked through for a list that is not followed, which the actuator's lists are not."""
     found = e.find(outer)
     if found is not None:
         return found.findall(inner)
-    return [] if rel in links else None
+    linked = any(link.get("rel") == rel and link.get("href") for link in e.iterfind("link"))
+    return [] if linked else None
 
 
 def _disk(e: ET.Element | None) -> ListedDisk | None:

@@ -406,7 +406,7 @@ def main() -> int:
             print(f"  N={r['n']} {what} reconcile passes per Machine by controller: {parts}")
             parts = ", ".join(f"{k} {v:.2f} s" for k, v in r[f"{what}_waits"].items())
             print(f"  N={r['n']} {what} mean wait of a key in its work queue by controller: {parts}")
-            parts = ", ".join(f"{k} {v:.1f}" for k, v in r[f"{what}_by_endpoint"].items())
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())
             print(f"  N={r['n']} {what} Kubernetes API writes per Machine (verb resource code): {parts}")

@@ -1,5 +1,5 @@
 """Answers kept for a while, asked once per key at a time: what a thousand Machines of one MachineSet would
-otherwise each ask (the engine's cluster and template, the cluster's user-data Secret) is asked once per burst."""
+otherwise each ask (the engine's cluster and template, the MachineSet's user-data Secret) is asked once per burst."""
 
 from __future__ import annotations
 

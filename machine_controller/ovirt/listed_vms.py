@@ -118,8 +118,9 @@ def _vm(e: ET.Element) -> ListedVm:
 
 
 def _many(e: ET.Element, outer: str, inner: str, rel: str) -> list[ET.Element] | None:
-    """The followed list's elements; [] when it is only linked (the SDK's empty list); None when neither. The links
-    (some forty a VM) are only looked through for a list that is not followed, which the actuator's lists are not."""
+    """The followed list's elements; [] when it is only linked (the SDK's empty list); None when neither. A VM's links
+    (7 in the simulator's XML, more in an engine's) are only looked through for a list that is not followed, which
+    the actuator's lists are not."""
     found = e.find(outer)
     if found is not None:
         return found.findall(inner)

@@ -43,7 +43,8 @@ class _Sink(Generic[T]):
     def header(self, line: bytes) -> None:
         self._headers.write(line)  # the SDK reads the reason and headers from it
         if line.startswith(b"HTTP/"):  # a status line: the last one is the answer's (after a 100 Continue)
-            self.code = int(line.split()[1])
+            fields = line.split()
+            self.code = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else 0  # 0: kept, not read
 
     def body(self, piece: bytes) -> int | None:
         if self.code != 200:

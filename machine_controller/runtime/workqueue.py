@@ -153,8 +153,12 @@ class WorkQueue:
             if started is not None:
                 self._m_work.observe(self._clock() - started)
             if key in self._dirty and not self._shutting_down:
-                self._push(key)
-            self._cond.notify_all()  # wakes shutdown_with_drain as well as getters
+                self._push(key)  # wakes one getter for it
+            elif self._shutting_down and not self._processing:
+                # The one thing a done key changes for a waiter besides a push: shutdown_with_drain's end. Waking
+                # every getter at every done, as this did, sent a Machine controller's 16 idle workers through the
+                # GIL each time a pass ended (hack/bench/machines.py --py-spy: a few % of the controller's samples).
+                self._cond.notify_all()
 
     def __len__(self) -> int:
         with self._cond:

@@ -215,6 +215,39 @@ def test_shutdown_with_drain_waits_for_in_flight_keys(queue: WorkQueue) -> None:
     assert queue.get(timeout=0) is None, "queued keys are not handed out after shutdown"
 
 
+def test_a_done_key_wakes_no_idle_worker_unless_it_is_queued_again(queue: WorkQueue) -> None:
+    """Idle workers wait in `get`; a pass that ends with nothing to hand out must not wake them all."""
+    wakes = []
+
+    class Counting(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            woken = super().wait(timeout)
+            wakes.append(woken)
+            return woken
+    queue._cond = Counting()  # before any worker waits on it
+    queue.add("a")
+    assert queue.get(timeout=1) == "a"
+    got: list[str | None] = []
+    workers = [threading.Thread(target=lambda: got.append(queue.get())) for _ in range(4)]
+    for w in workers:
+        w.start()
+    time.sleep(0.1)  # all four wait
+
+    queue.done("a")
+    time.sleep(0.1)
+    assert wakes == [], "done() woke idle workers for nothing"
+
+    queue.add("a")  # queued again: exactly one worker is woken for it
+    deadline = time.monotonic() + 2
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert got == ["a"] and wakes.count(True) == 1
+    queue.shutdown()
+    for w in workers:
+        w.join(2)
+    assert got == ["a", None, None, None]
+
+
 def test_shutdown_with_drain_times_out_on_a_stuck_key(queue: WorkQueue) -> None:
     queue.add("stuck")
     assert queue.get(timeout=1) == "stuck"

@@ -6,7 +6,7 @@ controller's peak memory (hack/bench/machines.py). Here the request is the SDK's
 headers: `Connection.send`), and only where curl delivers the body goes is changed: to the reader while the answer
 is a 200, kept for the SDK's fault otherwise. The SDK's request context is not a public interface (a tuple of the
 curl handle, the body and header buffers and the request, in 4.6), so its shape is checked and a change stops the
-call with a clear error instead of a wrong list; test/unit/ovirt/test_fewer_requests.py reads real answers with it.
+call with a clear error instead of a wrong list; test/unit/ovirt/test_streamed_list.py reads real answers with it.
 """
 
 from __future__ import annotations

@@ -115,6 +115,10 @@ class VmSnapshots:
         self._woken: dict[tuple[str, str], float] = {}
         self._wake: Callable[[Iterable[str]], None] | None = None
         self._lister: threading.Thread | None = None
+        # When the lister, asleep, will look again by itself (None while it is not asleep: it looks at every waiter
+        # before it sleeps). A new waiter wakes it only when due before that: woken at every registration, it went
+        # through all the waiters each time, a thousand of them while a thousand Machines were created.
+        self._lister_looks_at: float | None = None
 
     def wake_with(self, wake: Callable[[Iterable[str]], None]) -> None:
         """`wake(waiters)` is called, from the thread that took a list, with the callers it does for."""
@@ -229,12 +233,14 @@ class VmSnapshots:
         """`waiter` waits for a list that does for `wish` (its latest wish replaces any earlier one); the lister is
         started or told. Returns the fallback: when the list should have come, and `WAKE_FALLBACK_S` more."""
         self._waiters.setdefault(cluster_name, {})[waiter] = wish
+        snap = self._snaps.get(cluster_name)
         if self._lister is None:
             self._lister = threading.Thread(target=self._list_when_due, name="vm-lister", daemon=True)
             self._lister.start()
-        else:
+        elif self._lister_looks_at is not None and (
+                self._wish_due_at_locked(snap, wish, self._clock()) < self._lister_looks_at
+                or self._lister_looks_at <= self._clock()):
             self._due.notify()
-        snap = self._snaps.get(cluster_name)
         comes = max(wish.not_before, self._recent_until(snap)) + (snap.cost if snap else self._max_age)
         return max(comes - self._clock(), 0.0) + WAKE_FALLBACK_S
 
@@ -255,6 +261,12 @@ class VmSnapshots:
             self._woken.update(((cluster_name, w), started) for w in done)
         return done
 
+    def _wish_due_at_locked(self, snap: _Snapshot | None, wish: _Wish, now: float) -> float:
+        """When a list for this one wish is due (`_due_at_locked` for a cluster whose only waiter it is)."""
+        if snap is not None and now <= self._recent_until(snap) and wish.done_by(snap.started, snap.came):
+            return float("-inf")
+        return max(wish.not_before, self._recent_until(snap))
+
     def _recent_until(self, snap: _Snapshot | None) -> float:
         if snap is None:
             return float("-inf")
@@ -272,7 +284,12 @@ class VmSnapshots:
                 cluster, at = self._next_due_locked()
                 sleep = _LISTER_NAP_S if cluster is None else at - self._clock()
                 if sleep > 0:
-                    self._due.wait(min(sleep, _LISTER_NAP_S))
+                    nap = min(sleep, _LISTER_NAP_S)
+                    self._lister_looks_at = self._clock() + nap
+                    try:
+                        self._due.wait(nap)
+                    finally:
+                        self._lister_looks_at = None
                     continue
             assert cluster is not None
             self._list_for(cluster)
@@ -294,13 +311,8 @@ class VmSnapshots:
         recent list's time is over; at once (-inf) when the recent list does for someone (it came while they
         asked); never (inf) when no one waits."""
         waiting = self._waiters.get(cluster_name)
-        if not waiting:
-            return float("inf")
-        snap = self._snaps.get(cluster_name)
-        if snap is not None and self._clock() <= self._recent_until(snap) and any(
-                w.done_by(snap.started, snap.came) for w in waiting.values()):
-            return float("-inf")
-        return max(min(w.not_before for w in waiting.values()), self._recent_until(snap))
+        snap, now = self._snaps.get(cluster_name), self._clock()
+        return min((self._wish_due_at_locked(snap, w, now) for w in (waiting or {}).values()), default=float("inf"))
 
     def _list_for(self, cluster_name: str) -> None:
         with self._lock_of(cluster_name):  # a caller may be taking one: it is waited for, and may do

@@ -461,6 +461,32 @@ def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_tim
     assert lists.at == [100.0, 100.6, 103.0, 114.0]
 
 
+def test_the_lister_asleep_is_woken_only_by_a_waiter_due_before_it_would_look_again():
+    """A thousand Machines created register a thousand waits; waking the lister at each made it go through all the
+    waiters each time (py-spy: a third of the controller's `Condition.notify` samples)."""
+    snaps, now, lists, woken = _snapshots_that_wake()
+    notified: list[bool] = []
+
+    class Counting(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            came = super().wait(timeout)
+            if came:
+                notified.append(came)
+            return came
+    snaps._due = Counting(snaps._guard)  # before the lister first sleeps on it
+    snaps.by_id("Default", "vm0")  # 100, recent until 100.5
+    snaps.wake_by_list("Default", "ns/worker-0", 100.0, 105.0)  # the lister starts, and naps until 101
+    time.sleep(0.1)
+    for i in range(1, 50):
+        snaps.wake_by_list("Default", f"ns/worker-{i}", 100.0, 105.0 + i / 100)
+    time.sleep(0.1)
+    assert notified == [], "waiters due after the lister's own next look woke it"
+    snaps.wake_by_list("Default", "ns/early", 100.0, 100.6)  # due before 101: the lister must plan for it
+    assert _until(lambda: notified == [True])
+    now[0] = 100.6
+    assert _until(lambda: woken == ["ns/early"]) and lists.at == [100.0, 100.6]
+
+
 def test_a_list_that_came_after_a_waiters_moment_wakes_it_whoever_took_it():
     """A status read may take a list just before a waiter's moment: that list started after the waiter's action and
     came after its moment, so it wakes the waiter, which would otherwise wait for that list's recent time to be over

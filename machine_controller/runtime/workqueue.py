@@ -219,8 +219,12 @@ class WorkQueue:
             if current is not None and current <= ready_at:
                 return  # already due sooner: keep the earlier time
             self._waiting[key] = ready_at
-            heapq.heappush(self._heap, (ready_at, next(self._seq), key))
-            self._delay_cond.notify()
+            entry = (ready_at, next(self._seq), key)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                # Only a new earliest time changes when the delay thread must wake; woken at every requeue (a
+                # Machine's every pass at a thousand), it went through the GIL to sleep again.
+                self._delay_cond.notify()
 
     def add_rate_limited(self, key: str) -> None:
         self._m_retries.inc()

@@ -277,3 +277,33 @@ def test_metrics_use_client_go_names(registry: CollectorRegistry) -> None:
         q2.shutdown()
     finally:
         q.shutdown()
+
+
+def test_a_requeue_later_than_the_earliest_does_not_wake_the_delay_thread(registry: CollectorRegistry,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pass of a Machine being created ends in a requeue: only one due before the delay thread's own wake
+    changes when it must wake."""
+    woken: list[bool] = []
+
+    class Counting(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            came = super().wait(timeout)
+            if came and threading.current_thread().name.endswith("-delay"):
+                woken.append(came)
+            return came
+    monkeypatch.setattr(threading, "Condition", Counting)  # the queue's conditions, made in its constructor
+    q = WorkQueue("test", registry=registry)
+    try:
+        q.add_after("first", 0.5)
+        time.sleep(0.05)  # the delay thread now sleeps until "first" is due
+        woken.clear()
+        for i in range(20):
+            q.add_after(f"later-{i}", 1 + i / 10)
+        time.sleep(0.05)
+        assert woken == [], "requeues due after the earliest woke the delay thread"
+        q.add_after("soon", 0.05)
+        assert q.get(timeout=1) == "soon"
+        assert woken == [True]
+        assert q.get(timeout=1) == "first"
+    finally:
+        q.shutdown()

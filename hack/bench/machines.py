@@ -325,6 +325,10 @@ def main() -> int:
                         help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
     parser.add_argument("--ovirt-connections", type=int, default=None,
                         help="the controller's --ovirt-connections (default: the controller's own)")
+    parser.add_argument("--sim-state-file", action="store_true",
+                        help="let the simulator write its state file as tests do (a snapshot of its whole store every "
+                             "half second while it changes); by default it keeps its state in memory: an engine's "
+                             "database is not on the benchmark's cores, and the benchmark never restarts it")
     parser.add_argument("--dev-venv", action="store_true",
                         help="run the controller with the development virtualenv instead of the product's "
                              "dependencies only (hack/bench/product_venv.py)")
@@ -351,7 +355,7 @@ def main() -> int:
         kubectl("apply", "-k", str(ovirt_install.REPO / "config" / "crd"))
         wait_established(kubectl, "machines.machine.openshift.io")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), profile=args.profile,
-                               timings=timings) as sim:
+                               timings=timings, persist=args.sim_state_file) as sim:
             for i in range(max(counts + [args.machineset]) // 8 + 1):  # room for every VM: the seeded hosts hold a few dozen
                 sim.control.add_host(f"bench-host-{i}", sockets=4, cores=16, threads=2, memory=1024 ** 4)
             conn = sim.connection()
@@ -385,7 +389,9 @@ def main() -> int:
             finally:
                 ctl.stop()
     heartbeat = timings.get("node_heartbeat") or "the profile's"
-    print(f"\nsimulator profile {args.profile!r}, guest Node heartbeat {heartbeat} s; controller workers="
+    print(f"\nsimulator profile {args.profile!r}, "
+          f"{'its state file written' if args.sim_state_file else 'its state in memory only'}, "
+          f"guest Node heartbeat {heartbeat} s; controller workers="
           f"{args.workers}, oVirt connections {args.ovirt_connections or 'its default'}, "
           f"{'the development virtualenv' if args.dev_venv else 'the product dependencies only'}; floor: the same "
           f"N VMs created and booted by the bare SDK with {args.floor_workers} connections\n")

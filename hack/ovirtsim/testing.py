@@ -155,7 +155,7 @@ class SimulatorHandle:
     username: str
     password: str
     control: ControlClient
-    state_file: Path
+    state_file: Path | None  # None: the engine keeps its state in memory only, and cannot be restarted with it
     log_file: Path
     process: subprocess.Popen = field(repr=False)
     argv: list[str] = field(repr=False, default_factory=list)
@@ -175,6 +175,8 @@ class SimulatorHandle:
     def restart(self, kill: bool = False) -> None:
         """Stop the process (SIGTERM saves the state; `kill=True` is SIGKILL: only what was already written
         survives, as with a crashed engine) and start it again on the same ports with the same state file."""
+        if self.state_file is None:
+            raise RuntimeError("this simulator keeps no state file: restarted, it would be a new, empty engine")
         self.stop(kill=kill)
         fresh = _spawn(self.argv, self.log_file)
         self.process = fresh.process
@@ -217,18 +219,26 @@ def _spawn(argv: list[str], log_file: Path) -> _Spawned:
 @contextmanager
 def running_simulator(tmp_path: Path, kubeconfig: str | Path | None = None, tls: bool = True,
                       profile: str = "fast", timings: dict[str, float] | None = None,
-                      state_file: Path | None = None, extra_args: tuple[str, ...] = ()) -> Iterator[SimulatorHandle]:
+                      state_file: Path | None = None, extra_args: tuple[str, ...] = (),
+                      persist: bool = True) -> Iterator[SimulatorHandle]:
     """Start a simulator for one test (or session) and stop it afterwards.
+
+    Its state is written to `state_file` (by default one in `tmp_path`) every half second while it changes, so that
+    `restart` finds it; `persist=False` keeps it in memory only, for a run that never restarts the engine: each
+    write is a snapshot of the whole store under its lock, which at a thousand VMs took a sixth of the simulator's
+    CPU (hack/bench/machines.py).
 
     `timings` overrides single timings of the profile (see `hack.ovirtsim.config.Timings`), e.g.
     `{"vm_create": 2.0}`; `kubeconfig` makes provisioned guests join that cluster as Nodes.
     """
     tmp_path = Path(tmp_path)
     tmp_path.mkdir(parents=True, exist_ok=True)
-    state = Path(state_file) if state_file else tmp_path / "ovirtsim-state.json"
+    state = None if not persist else Path(state_file) if state_file else tmp_path / "ovirtsim-state.json"
     log_file = tmp_path / "ovirtsim.log"
-    argv = [sys.executable, "-m", "hack.ovirtsim", "serve", "--state-file", str(state), "--profile", profile,
+    argv = [sys.executable, "-m", "hack.ovirtsim", "serve", "--profile", profile,
             "--cert-dir", str(tmp_path / "ovirtsim-pki"), "--log-level", "INFO"]
+    if state is not None:
+        argv += ["--state-file", str(state)]
     if tls:
         argv.append("--tls")
     if kubeconfig:

@@ -9,7 +9,7 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from machine_controller.config import Config
-from machine_controller.controllers.machine import add_machine_controller
+from machine_controller.controllers.machine import MachineReconciler, add_machine_controller
 from machine_controller.controllers.machinehealthcheck import add_machinehealthcheck_controller
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.machineset_capacity import add_machineset_capacity_controller
@@ -99,12 +99,12 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         return WorkQueue(name, controller_rate_limiter(base=config.backoff_base_s, cap=config.backoff_cap_s),
                          registry=registry)
 
-    def machine_controller() -> None:
+    def machine_controller() -> MachineReconciler:
         machine_queue = queue("machine")
         # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/snapshots.py).
         actuator.wake_with(machine_queue.add)
-        add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
-                               workers=config.workers, mao=mao)
+        return add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
+                                      workers=config.workers, mao=mao)
 
     adders = {
         "machine": machine_controller,
@@ -126,6 +126,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     built = {name: adders[name]() for name in config.controllers}
     if "nodelink" in built and "ovirt-nodes" in built:
         built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id)
+    if "nodelink" in built and "machine" in built:
+        built["machine"].link_with(built["nodelink"].node_for_new_machine)
     return manager
 
 

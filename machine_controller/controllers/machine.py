@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import structlog
 
@@ -81,6 +81,14 @@ class MachineReconciler:
         # Machines whose Node vanished or stopped being Ready since their last pass: the next pass looks at the
         # instance afresh (`node_lost`).
         self._doubted: set[str] = set()
+        self._node_for: Callable[[str, str | None, list[dict]], dict | None] | None = None
+
+    def link_with(self, node_for_new_machine: Callable[[str, str | None, list[dict]], dict | None]) -> None:
+        """With this project's nodelink in the same process, a Machine whose Node registered before its provisioning
+        ended gets its nodeRef and the phase Running in the status write that ends the provisioning: one status write
+        instead of two (`Provisioned`, then nodelink's `Running`), the Node found as nodelink would find it
+        (docs/compatibility.md#nodelink)."""
+        self._node_for = node_for_new_machine
 
     # --- entry point ----------------------------------------------------------------------------------------
     def node_lost(self, key: str) -> None:
@@ -272,6 +280,12 @@ class MachineReconciler:
         # nothing to write; beside MAO, whose nodelink writes only the nodeRef, Running is written here
         # (docs/compatibility.md#nodelink).
         phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
+        node_ref = None
+        if phase == MachinePhase.PROVISIONED and addresses and self._node_for is not None:
+            node = self._node_for(machine.key, st.provider_id, addresses)
+            if node is not None:
+                node_ref = {"kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"]}
+                phase = MachinePhase.RUNNING
         conditions = [true_condition(MachineConditionType.INSTANCE_EXISTS)]
         if _has_false(machine, MachineConditionType.INSTANCE_RUNNING):
             conditions.append(true_condition(MachineConditionType.INSTANCE_RUNNING))  # a refused start got through
@@ -279,7 +293,9 @@ class MachineReconciler:
         # first one's write (a wake by the VM list, another writer's event), and the second, still seeing the phase
         # before, would write and count the change again (docs/architecture.md#from-a-machine-to-a-vm-and-back).
         self._write_status(obj, machine, phase, conditions=conditions, addresses=addresses,
-                           provider_status=st.provider_status, guarded=True)
+                           provider_status=st.provider_status, node_ref=node_ref, guarded=True)
+        if node_ref is not None:
+            log.info("linked machine to node", node=node_ref["name"])
         if st.addresses is not None and not st.has_ip:
             return Result(requeue_after=self._timing.waiting_for_ip_s)  # the guest agent has not reported yet
         if phase == MachinePhase.PROVISIONED:
@@ -426,7 +442,7 @@ class MachineReconciler:
     def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: list = (), addresses=None,
                       provider_status: dict | None = None, error_reason: str | None = None,
                       error_message: str | None = None, drop_provider_status: bool = False,
-                      guarded: bool = False) -> None:
+                      node_ref: dict | None = None, guarded: bool = False) -> None:
         old = obj.get("status") or {}
         merged = machine.status.conditions
         stamp = now()
@@ -442,6 +458,8 @@ class MachineReconciler:
         }
         if addresses is not None:
             status["addresses"] = addresses
+        if node_ref is not None:
+            status["nodeRef"] = node_ref
         if provider_status is not None:
             status["providerStatus"] = provider_status
         elif drop_provider_status:

@@ -87,6 +87,34 @@ class NodeLinkReconciler:
             names.update(n["metadata"]["name"] for n in self._nodes.by_index(INDEX_INTERNAL_IP, ip))
         return sorted(names)
 
+    def node_for_new_machine(self, machine_key: str, provider_id: str | None, addresses: list[dict]) -> dict | None:
+        """The Node this nodelink would link the Machine `machine_key` to once its providerID and addresses are
+        written, for the Machine controller to write the nodeRef with them when the Node registered first
+        (machine.py, docs/compatibility.md#nodelink): the one Node not being deleted that carries `provider_id`,
+        else the one whose first InternalIP is one of the Machine's and that carries no other providerID. None when
+        there is none or several, or when another Machine (not being deleted) matches that Node by its providerID or
+        its InternalIP: nodelink then decides, as it does today."""
+        def live(nodes: Iterable[dict]) -> list[dict]:
+            return [n for n in nodes if not n["metadata"].get("deletionTimestamp")]
+        nodes = live(self._nodes.by_index(INDEX_PROVIDER_ID, provider_id)) if provider_id else []
+        if not nodes:
+            ips = {a["address"] for a in addresses if a.get("type") == "InternalIP" and a.get("address")}
+            by_name = {n["metadata"]["name"]: n for ip in sorted(ips)
+                       for n in live(self._nodes.by_index(INDEX_INTERNAL_IP, ip))
+                       if list(internal_ip_index(n))[0] in ips
+                       and (n.get("spec") or {}).get("providerID") in (None, "", provider_id)}
+            nodes = list(by_name.values())
+        if len(nodes) != 1:
+            return None
+        node = nodes[0]
+        pid = (node.get("spec") or {}).get("providerID")
+        node_ips = list(internal_ip_index(node))
+        claimants = [*(self._machines.by_index(INDEX_PROVIDER_ID, pid) if pid else []),
+                     *(self._machines.by_index(INDEX_INTERNAL_IP, node_ips[0]) if node_ips else [])]
+        if any(object_key(m) != machine_key and not m["metadata"].get("deletionTimestamp") for m in claimants):
+            return None
+        return node
+
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)
         if node is None:
@@ -102,7 +130,11 @@ class NodeLinkReconciler:
         current = (machine.get("status") or {}).get("nodeRef") or {}
         ready = node_ready(node)
         linked = (current.get("name"), current.get("uid")) == (ref["name"], ref["uid"])
-        if not linked or self._ready_seen.get(meta["name"], "unseen") != ready:
+        if linked and meta["name"] not in self._ready_seen:
+            # Linked before this process saw the Node (by the Machine controller with the phase Running, or before a
+            # restart, when the Machine controller looks at every Machine anyway): nothing to rewrite until a flip.
+            self._ready_seen[meta["name"]] = ready
+        elif not linked or self._ready_seen[meta["name"]] != ready:
             # As MAO's nodelink, nodeRef and lastUpdated are rewritten at every Ready flip of the Node: the Machine
             # changes, so the Machine controller looks at its instance again (a VM gone, a node unreachable).
             self._link(machine, ref, running=not linked and _provisioned(machine))

@@ -651,6 +651,65 @@ def test_after_nodelink_wrote_running_with_the_node_ref_the_machine_controller_w
     _running_counted_once(w)
 
 
+def _linked(row: Row) -> tuple[World, NodeLinkReconciler]:
+    """The Machine controller with this project's nodelink in the same process, as app.build wires them."""
+    w = world(row)
+    nodelink = NodeLinkReconciler(w.api, w.nodes, w.machines, MachineMetrics.of(w.registry))
+    w.reconciler.link_with(nodelink.node_for_new_machine)
+    return w, nodelink
+
+
+def _status_writes(w: World) -> list:
+    return [r for r in w.api.writes(MACHINES) if r[2] == f"{NAME}/status"]
+
+
+@pytest.mark.parametrize("registered", [node_obj(), {**node_obj(), "spec": {}}], ids=["by-provider-id", "by-ip"])
+def test_a_machine_whose_node_registered_first_ends_its_provisioning_running_with_its_node_ref(registered) -> None:
+    """On the simulator the guest registers its Node before the Machine controller sees the VM up: the status write
+    that ends the provisioning carries the nodeRef and Running, instead of Provisioned and then nodelink's Running
+    (docs/compatibility.md#nodelink); nodelink, woken by it, has only the Node's part to write."""
+    w, nodelink = _linked(Row("linked", machine("Provisioning"), [], provision=[STARTED], status=[UP],
+                              node=registered))
+    assert w.reconciler.reconcile(KEY) is None
+    status = w.machine()["status"]
+    assert status["phase"] == "Running" and status["nodeRef"] == {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    assert len(_status_writes(w)) == 1
+    _running_counted_once(w)
+    assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Provisioned"}) is None
+    writes = len(w.api.writes(MACHINES))
+    assert nodelink.reconcile_quietly(NODE) is None
+    assert len(w.api.writes(MACHINES)) == writes  # linked already: nothing to rewrite before a Ready flip
+    assert w.api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == KEY
+    # A Ready flip is still written, so the Machine controller looks at its instance again.
+    w.api.touch(NODES, NODE, change={"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+    assert nodelink.reconcile_quietly(NODE) is None
+    assert len(w.api.writes(MACHINES)) == writes + 1
+
+
+def _other_machine_with_the_address(w: World) -> None:
+    other = machine("Running", addresses=[{"type": "InternalIP", "address": "10.0.0.5"}])
+    other["metadata"]["name"] = "worker-9"
+    w.api.seed(MACHINES, other)
+
+
+def _a_second_node_with_the_provider_id(w: World) -> None:
+    w.api.seed(NODES, {**node_obj(), "metadata": {"name": "copy", "uid": "copy-uid"}})
+
+
+@pytest.mark.parametrize("setup", [
+    lambda w: None,  # no Node yet: a kubelet registers minutes after the VM is up on real hosts
+    _other_machine_with_the_address,  # nodelink would not link that Node to this Machine
+    _a_second_node_with_the_provider_id,  # a copied Node manifest: nodelink links neither
+], ids=["no-node", "another-machine-matches-it", "two-nodes"])
+def test_without_the_one_node_nodelink_would_link_the_provisioning_ends_provisioned(setup) -> None:
+    row = Row("unlinked", machine("Provisioning"), [], provision=[STARTED], status=[UP],
+              node=None if setup.__name__ == "<lambda>" else node_obj())
+    w, _ = _linked(row)
+    setup(w)
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert w.machine()["status"]["phase"] == "Provisioned" and "nodeRef" not in w.machine()["status"]
+
+
 def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_controller_drains_again() -> None:
     """The passes that stop and remove the VM do not read the Node and its pods again once this process drained
     it in this deletion; a controller that restarted does not know that, and drains again."""

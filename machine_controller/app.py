@@ -14,9 +14,11 @@ from machine_controller.controllers.machinehealthcheck import add_machinehealthc
 from machine_controller.controllers.machineset import add_machineset_controller
 from machine_controller.controllers.machineset_capacity import add_machineset_capacity_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, add_nodelink_controller,
-                                                     internal_ip_index, provider_id_index)
-from machine_controller.controllers.nodes import add_node_instance_controller
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+                                                     add_nodelink_controller, internal_ip_index, name_index,
+                                                     provider_id_index)
+from machine_controller.controllers.nodes import (NodeInstanceReconciler, add_node_instance_controller,
+                                                  wake_on_provider_id)
 from machine_controller.controllers.remediation import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
@@ -78,8 +80,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
     # No reader of Machines or Nodes looks at managedFields (the capacity controller reads a MachineSet's own).
     machines = manager.add_informer(Informer(api, MACHINES, namespace=config.namespace or None,
-                                             resync_period=config.resync_s, indexers=indexers,
-                                             transform=compact))
+                                             resync_period=config.resync_s,
+                                             indexers={**indexers, INDEX_NAME: name_index}, transform=compact))
     nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
                                           transform=compact))
 
@@ -106,11 +108,17 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         return add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
                                       workers=config.workers, mao=mao)
 
+    def node_instance_controller() -> NodeInstanceReconciler:
+        node_queue = queue("ovirt-node")
+        reconciler = add_node_instance_controller(manager, rest, nodes, instances, events, node_queue)
+        if "nodelink" in config.controllers:
+            wake_on_provider_id(machines, nodes.store, node_queue)  # the Nodes waiting for it (`link_with` below)
+        return reconciler
+
     adders = {
         "machine": machine_controller,
         "nodelink": lambda: add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink")),
-        "ovirt-nodes": lambda: add_node_instance_controller(manager, rest, nodes, instances, events,
-                                                            queue("ovirt-node")),
+        "ovirt-nodes": node_instance_controller,
         "machineset": lambda: add_machineset_controller(manager, rest, machineset_informer(), machines, nodes,
                                                         events, queue("machineset"), mao=mao),
         "machineset-capacity": lambda: add_machineset_capacity_controller(manager, rest, machineset_informer(),
@@ -125,7 +133,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     }
     built = {name: adders[name]() for name in config.controllers}
     if "nodelink" in built and "ovirt-nodes" in built:
-        built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id)
+        built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id,
+                                       built["nodelink"].machine_provisioning_for)
     if "nodelink" in built and "machine" in built:
         built["machine"].link_with(built["nodelink"].node_for_new_machine)
     return manager

@@ -26,6 +26,7 @@ log = structlog.get_logger(__name__)
 
 INDEX_PROVIDER_ID = "providerID"
 INDEX_INTERNAL_IP = "internalIP"
+INDEX_NAME = "name"  # Machines by name, in any namespace: a Node is named after its Machine's VM, so after it
 
 
 def provider_id_index(obj: dict) -> Iterable[str]:
@@ -36,6 +37,10 @@ def provider_id_index(obj: dict) -> Iterable[str]:
 def internal_ip_index(obj: dict) -> Iterable[str]:
     return [a["address"] for a in (obj.get("status") or {}).get("addresses") or []
             if a.get("type") == "InternalIP" and a.get("address")]
+
+
+def name_index(obj: dict) -> Iterable[str]:
+    return [obj["metadata"]["name"]]
 
 
 def _provisioned(machine: dict) -> bool:
@@ -114,6 +119,15 @@ class NodeLinkReconciler:
         if any(object_key(m) != machine_key and not m["metadata"].get("deletionTimestamp") for m in claimants):
             return None
         return node
+
+    def machine_provisioning_for(self, node_name: str) -> bool:
+        """Whether the one Machine of the Node's name (not being deleted) is still being provisioned and has no
+        providerID yet: the providerID write of that Node can then wait for it and carry nodelink's part too
+        (nodes.py, docs/compatibility.md#node-controllers)."""
+        machines = [m for m in self._machines.by_index(INDEX_NAME, node_name)
+                    if not m["metadata"].get("deletionTimestamp")]
+        return (len(machines) == 1 and not (machines[0].get("spec") or {}).get("providerID")
+                and (machines[0].get("status") or {}).get("phase") in (None, "", MachinePhase.PROVISIONING))
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)

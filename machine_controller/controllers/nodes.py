@@ -14,8 +14,9 @@ from typing import Callable
 import structlog
 
 from api.machine import MachineConditionReason
-from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_object, unless_own_write,
-                                                   when_changed)
+from api.meta import now, parse_time
+from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_mapped, enqueue_object,
+                                                   unless_own_write, when_changed)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
@@ -29,6 +30,10 @@ from .resources import NODES
 
 log = structlog.get_logger(__name__)
 DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instance is stopped
+# How long after its creation a Node without providerID waits for its Machine's providerID, so that one write gives
+# it both the providerID and nodelink's part (`link_with`). The Machine gets it when its controller sees the VM up,
+# seconds after the guest registered (at a thousand Machines at once, within about 20 s: hack/bench/machines.py).
+LINK_WAIT_S = 60.0
 
 
 class NodeInstanceReconciler:
@@ -40,12 +45,26 @@ class NodeInstanceReconciler:
         # The echo of our providerID write: its instance was found a moment ago.
         self.own_writes = OwnWrites()
         self._link: Callable[[dict, str], dict] | None = None
+        self._machine_provisioning: Callable[[str], bool] | None = None
 
-    def link_with(self, node_patch_for_provider_id: Callable[[dict, str], dict]) -> None:
+    def link_with(self, node_patch_for_provider_id: Callable[[dict, str], dict],
+                  machine_provisioning_for: Callable[[str], bool] | None = None) -> None:
         """With nodelink in this process, its part of a Node (the Machine annotation, labels, taints) goes in the
-        write of the providerID when the Machine already has that providerID: one Node write instead of two
+        write of the providerID when the Machine already has that providerID: one Node write instead of two. A Node
+        registered while its Machine is still being provisioned (`machine_provisioning_for` its name) waits for the
+        Machine's providerID, up to LINK_WAIT_S after its creation, and is woken by it
         (docs/compatibility.md#node-controllers)."""
         self._link = node_patch_for_provider_id
+        self._machine_provisioning = machine_provisioning_for
+
+    def _link_wait(self, node: dict) -> float:
+        """Seconds this Node without providerID still waits for its Machine's providerID; 0: it does not."""
+        if self._machine_provisioning is None or not self._machine_provisioning(node["metadata"]["name"]):
+            return 0.0
+        created = node["metadata"].get("creationTimestamp")
+        if not created:
+            return 0.0
+        return max(LINK_WAIT_S - (now() - parse_time(created)).total_seconds(), 0.0)
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)
@@ -55,6 +74,8 @@ class NodeInstanceReconciler:
         pid = (node.get("spec") or {}).get("providerID") or ""
         if pid and not self._instances.owns(pid):
             return None  # another provider's Node
+        if not pid and (wait := self._link_wait(node)) > 0:
+            return Result(requeue_after=wait)  # its Machine's providerID wakes it before (`wake_on_provider_id`)
         try:
             instance = self._instances.find(name, pid or None)
         except InstanceNotOwned as e:
@@ -94,6 +115,15 @@ class NodeInstanceReconciler:
         if not instance.running:
             return Result(requeue_after=DOWN_RECHECK_S)
         return None
+
+
+def wake_on_provider_id(machines: Informer, nodes: Store, queue: WorkQueue) -> None:
+    """A Machine that gets its providerID wakes the Node of its name that has none yet, which may be waiting for
+    it (`NodeInstanceReconciler.link_with`)."""
+    def node_of(machine: dict) -> list[str]:
+        node = nodes.get(machine["metadata"]["name"])
+        return [] if node is None or (node.get("spec") or {}).get("providerID") else [node["metadata"]["name"]]
+    machines.add_handler(when_changed(enqueue_mapped(queue, node_of), ("spec", "providerID")))
 
 
 def add_node_instance_controller(manager: Manager, rest: Rest, nodes: Informer, instances: Instances,

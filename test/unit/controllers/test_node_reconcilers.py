@@ -3,19 +3,25 @@ Nodes whose instance is gone) with a scripted `Instances`, and nodelink (Machine
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from prometheus_client import CollectorRegistry
 
 from api import keys
+from api.meta import format_time, now
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from machine_controller.controllers.actuator import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.machine_metrics import MachineMetrics
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, AmbiguousMatch,
-                                                     NodeLinkReconciler, internal_ip_index, provider_id_index)
-from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+                                                     AmbiguousMatch, NodeLinkReconciler, internal_ip_index, name_index,
+                                                     provider_id_index)
+from machine_controller.controllers.nodes import (DOWN_RECHECK_S, LINK_WAIT_S, NodeInstanceReconciler,
+                                                  wake_on_provider_id)
 from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
+from machine_controller.runtime.workqueue import WorkQueue
 
 from fakes import FakeActuator, FakeApi, RecordingEvents
 
@@ -185,7 +191,7 @@ def link_world(node_obj: dict, *machine_objs: dict,
                registry: CollectorRegistry | None = None) -> tuple[NodeLinkReconciler, FakeApi]:
     api = FakeApi()
     nodes = api.cache(NODES, Store(INDEXERS))
-    machines = api.cache(MACHINES, Store(INDEXERS))
+    machines = api.cache(MACHINES, Store({**INDEXERS, INDEX_NAME: name_index}))
     api.seed(NODES, node_obj)
     for m in machine_objs:
         api.seed(MACHINES, m)
@@ -350,7 +356,7 @@ def linked_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeInstanceRecon
     linker, api = link_world(node_obj, *machine_objs)
     instances = FakeActuator(find=[NodeInstance(PID, running=True)])
     reconciler = NodeInstanceReconciler(api, api.cached(NODES), instances, RecordingEvents())
-    reconciler.link_with(linker.node_patch_for_provider_id)
+    reconciler.link_with(linker.node_patch_for_provider_id, linker.machine_provisioning_for)
     return reconciler, linker, api
 
 
@@ -399,3 +405,63 @@ def test_a_node_changed_since_the_cache_saw_it_is_looked_at_again_before_its_pro
     api.touch(NODES, NODE, change={"metadata": {"labels": {"kubelet": "heartbeat"}}})
     assert reconciler.reconcile(NODE) == Result(requeue=True)
     assert "providerID" not in api.object(NODES, NODE)["spec"]
+
+
+def test_a_node_registered_while_its_machine_is_provisioned_waits_for_its_provider_id_and_gets_both_in_one_write():
+    """On the simulator the guest registers its Node before the Machine controller sees the VM up: the Node waits for
+    the Machine's providerID (asking the engine nothing meanwhile), and then gets it with nodelink's part."""
+    reconciler, linker, api = linked_world(node(None), machine(NODE, ip=IP, phase="Provisioning"))
+    instances = reconciler._instances
+    wait = reconciler.reconcile(NODE)
+    assert wait is not None and LINK_WAIT_S - 5 < wait.requeue_after <= LINK_WAIT_S
+    assert api.writes(NODES) == [] and instances.calls["find"] == 0
+    api.touch(MACHINES, NODE, NS, {"spec": {"providerID": PID}})  # the Machine controller saw the VM up
+    assert reconciler.reconcile(NODE) is None
+    n = api.object(NODES, NODE)
+    assert n["spec"]["providerID"] == PID
+    assert n["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
+    assert len(api.writes(NODES)) == 1
+
+
+def test_a_node_that_waited_long_enough_gets_its_provider_id_alone():
+    """A Machine stuck in its provisioning holds no Node back for longer than LINK_WAIT_S."""
+    old = node(None)
+    old["metadata"]["creationTimestamp"] = format_time(now() - dt.timedelta(seconds=LINK_WAIT_S + 1))
+    reconciler, _, api = linked_world(old, machine(NODE, ip=IP, phase="Provisioning"))
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE)["spec"] == {"providerID": PID}
+
+
+@pytest.mark.parametrize("machines", [
+    [machine(NODE, provider_id=PID, phase="Provisioning")],  # it has its providerID: the link goes with this write
+    [machine(NODE, ip=IP, phase="Provisioned")],
+    [machine(NODE, phase="Provisioning", deleting=True)],
+], ids=["machine-has-its-provider-id", "provisioned", "deleting"])
+def test_a_node_whose_machine_is_not_being_provisioned_waits_for_nothing(machines):
+    reconciler, _, api = linked_world(node(None), *machines)
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE)["spec"]["providerID"] == PID
+
+
+def test_a_machine_that_gets_its_provider_id_wakes_the_node_of_its_name_that_has_none():
+    class Machines:
+        handler = None
+
+        def add_handler(self, handler):
+            self.handler = handler
+    nodes = Store(INDEXERS)
+    nodes.put(node(None))
+    nodes.put({**node(PID), "metadata": {"name": "named", "uid": "u"}})
+    queue = WorkQueue("ovirt-node", registry=CollectorRegistry())
+    try:
+        machines = Machines()
+        wake_on_provider_id(machines, nodes, queue)
+        before, after = machine(NODE, phase="Provisioning"), machine(NODE, provider_id=PID, phase="Provisioning")
+        machines.handler.on_update(before, machine(NODE, phase="Provisioning", labels={"a": "b"}))  # no providerID
+        assert queue.get(timeout=0) is None
+        machines.handler.on_update(before, after)
+        assert queue.get(timeout=0) == NODE
+        machines.handler.on_update(machine("named"), machine("named", provider_id=PID))  # that Node has one
+        assert queue.get(timeout=0) is None
+    finally:
+        queue.shutdown()

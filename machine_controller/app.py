@@ -135,6 +135,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     if "nodelink" in built and "ovirt-nodes" in built:
         built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id,
                                        built["nodelink"].machine_provisioning_for)
+        built["nodelink"].leave_node_part_to_provider_id_write()
     if "nodelink" in built and "machine" in built:
         built["machine"].link_with(built["nodelink"].node_for_new_machine)
     return manager

@@ -11,7 +11,7 @@ import structlog
 
 from api import keys
 from api.machine import MachinePhase
-from api.meta import format_time, now
+from api.meta import format_time, now, parse_time
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_conflict, object_key
@@ -27,6 +27,19 @@ log = structlog.get_logger(__name__)
 INDEX_PROVIDER_ID = "providerID"
 INDEX_INTERNAL_IP = "internalIP"
 INDEX_NAME = "name"  # Machines by name, in any namespace: a Node is named after its Machine's VM, so after it
+# How long after its creation a Node without providerID waits for its Machine's providerID, so that one write gives
+# it both the providerID and nodelink's part (nodes.py `link_with`). The Machine gets it when its controller sees the
+# VM up, seconds after the guest registered (at a thousand Machines at once, within about 20 s:
+# hack/bench/machines.py); a Machine stuck in its provisioning holds no Node back for longer.
+LINK_WAIT_S = 60.0
+
+
+def link_wait_left(node: dict) -> float:
+    """Seconds left of the Node's LINK_WAIT_S (0 for a Node without creationTimestamp)."""
+    created = node["metadata"].get("creationTimestamp")
+    if not created:
+        return 0.0
+    return max(LINK_WAIT_S - (now() - parse_time(created)).total_seconds(), 0.0)
 
 
 def provider_id_index(obj: dict) -> Iterable[str]:
@@ -60,6 +73,13 @@ class NodeLinkReconciler:
         self._machines = machines
         self._metrics = metrics
         self._ready_seen: dict[str, str | None] = {}  # node name -> Ready status last written to its Machine
+        self._left_to_provider_id_write = False
+
+    def leave_node_part_to_provider_id_write(self) -> None:
+        """The node instance controller of this process writes a new Node's providerID with this nodelink's part of
+        it (`node_patch_for_provider_id`), woken by the providerID of the Machine of the Node's name
+        (nodes.py `wake_on_provider_id`): a Node without providerID whose Machine has one is left to that write."""
+        self._left_to_provider_id_write = True
 
     def machine_for(self, node: dict) -> dict | None:
         pid = (node.get("spec") or {}).get("providerID")
@@ -155,8 +175,7 @@ class NodeLinkReconciler:
             self._ready_seen[meta["name"]] = ready
             if not linked:
                 log.info("linked machine to node", machine=object_key(machine), node=meta["name"])
-        self._sync_node(node, machine)
-        return None
+        return self._sync_node(node, machine)
 
     def _link(self, machine: dict, ref: dict, running: bool) -> None:
         """Write nodeRef and lastUpdated; with `running`, the phase Running too, in the same write, which the
@@ -176,10 +195,19 @@ class NodeLinkReconciler:
             log.info("phase changed", machine=object_key(machine), old=MachinePhase.PROVISIONED,
                      new=MachinePhase.RUNNING)
 
-    def _sync_node(self, node: dict, machine: dict) -> None:
+    def _sync_node(self, node: dict, machine: dict) -> Result | None:
+        if self._left_to_provider_id_write and not (node.get("spec") or {}).get("providerID") \
+                and machine["metadata"]["name"] == node["metadata"]["name"] \
+                and (machine.get("spec") or {}).get("providerID"):
+            # The providerID write of the Node, woken by this Machine's providerID, carries this part (nodes.py);
+            # written here too, it would be a second Node write. Left to it for LINK_WAIT_S at most.
+            wait = link_wait_left(node)
+            if wait > 0:
+                return Result(requeue_after=wait)
         patch = self.node_patch(node, machine)
         if patch:
             self._rest.merge_patch(NODES, node["metadata"]["name"], patch)
+        return None
 
     def node_patch(self, node: dict, machine: dict) -> dict:
         """What the Node lacks of its Machine: the Machine annotation, the Machine's `spec.metadata` labels and

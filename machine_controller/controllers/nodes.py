@@ -14,7 +14,6 @@ from typing import Callable
 import structlog
 
 from api.machine import MachineConditionReason
-from api.meta import now, parse_time
 from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_mapped, enqueue_object,
                                                    unless_own_write, when_changed)
 from machine_controller.runtime.events import EventRecorder
@@ -26,14 +25,11 @@ from machine_controller.runtime.workqueue import WorkQueue
 from .actuator import InstanceNotOwned, Instances
 from .node_status import node_ready
 from .node_storage import hold_for_volumes
+from .nodelink import link_wait_left
 from .resources import NODES
 
 log = structlog.get_logger(__name__)
 DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instance is stopped
-# How long after its creation a Node without providerID waits for its Machine's providerID, so that one write gives
-# it both the providerID and nodelink's part (`link_with`). The Machine gets it when its controller sees the VM up,
-# seconds after the guest registered (at a thousand Machines at once, within about 20 s: hack/bench/machines.py).
-LINK_WAIT_S = 60.0
 
 
 class NodeInstanceReconciler:
@@ -61,10 +57,7 @@ class NodeInstanceReconciler:
         """Seconds this Node without providerID still waits for its Machine's providerID; 0: it does not."""
         if self._machine_provisioning is None or not self._machine_provisioning(node["metadata"]["name"]):
             return 0.0
-        created = node["metadata"].get("creationTimestamp")
-        if not created:
-            return 0.0
-        return max(LINK_WAIT_S - (now() - parse_time(created)).total_seconds(), 0.0)
+        return link_wait_left(node)
 
     def reconcile(self, key: str) -> Result | None:
         node = self._nodes.get(key)

@@ -3,8 +3,10 @@ deletion leaves no VM but keeps data disks (docs/compatibility.md#machine-phases
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
+from contextlib import contextmanager
 
 import ovirtsdk4.types as types
 import yaml
@@ -110,49 +112,100 @@ def test_machine_metadata_and_taints_reach_the_node(menv):
     assert {"key": "dedicated", "value": "infra", "effect": "NoSchedule"} in got["spec"]["taints"]
 
 
+@contextmanager
+def _watched(list_objects, name: str):
+    """Every state of the object `name` as a watch through `list_objects` brings it, from now until the block ends
+    (a Node as the client's model, a Machine as a dict)."""
+    from kubernetes import watch
+
+    seen: list = []
+    stream = watch.Watch()
+    stopped = threading.Event()
+
+    def run() -> None:
+        try:
+            for ev in stream.stream(list_objects, field_selector=f"metadata.name={name}", timeout_seconds=120):
+                seen.append(ev["object"])
+        except Exception:
+            if not stopped.is_set():  # after the test, the API server may go first
+                raise
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        yield seen
+    finally:
+        stopped.set()
+        stream.stop()
+
+
+def _infra_machine(menv, name: str) -> None:
+    manifest = machine_manifest(menv.inst, menv.namespace, name)
+    manifest["spec"]["metadata"] = {"labels": {"node-role.kubernetes.io/infra": ""}}
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
+
+
+def _first_with_provider_id(menv, nodes: list, m: dict):
+    """The Node as its first write with a providerID left it: that providerID and nodelink's part together."""
+    with_pid = [n for n in nodes if n.spec.provider_id]
+    assert with_pid, [n.metadata.resource_version for n in nodes]
+    first = with_pid[0]
+    assert first.spec.provider_id == m["spec"]["providerID"]
+    machine_key = f"{menv.namespace}/{m['metadata']['name']}"
+    assert (first.metadata.annotations or {}).get("machine.openshift.io/machine") == machine_key
+    assert first.metadata.labels.get("node-role.kubernetes.io/infra") == ""
+    return first
+
+
 def test_a_node_registered_after_its_machine_is_provisioned_gets_its_provider_id_and_machine_in_one_write(menv):
     """On real hosts the kubelet registers its Node minutes after the VM is up and the Machine `Provisioned`: the
     Node's providerID and nodelink's annotation, labels and taints then come in one write
     (docs/compatibility.md#node-controllers)."""
-    from kubernetes import client, watch
+    from kubernetes import client
 
     before = menv.sim.control.timings()
     # The guest (and so its kubelet) reports 15 s after the VM is up: the Machine is Provisioned long before, even on
     # a loaded machine.
     menv.sim.control.set_timings(guest_agent=15.0)
     name = unique_name()
-    events: list = []  # the Node as each watch event brought it
-    stream = watch.Watch()
-
-    stopped = threading.Event()
-
-    def watch_node() -> None:
-        try:
-            for ev in stream.stream(client.CoreV1Api(menv.cluster.api_client()).list_node,
-                                    field_selector=f"metadata.name={name}", timeout_seconds=120):
-                events.append(ev["object"])
-        except Exception:
-            if not stopped.is_set():  # after the test, the API server may go first
-                raise
-
-    watcher = threading.Thread(target=watch_node, daemon=True)
-    watcher.start()
     try:
-        menv.controller()
-        manifest = machine_manifest(menv.inst, menv.namespace, name)
-        manifest["spec"]["metadata"] = {"labels": {"node-role.kubernetes.io/infra": ""}}
-        menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(manifest))
-        menv.wait_phase(name, "Provisioned", timeout=90)
-        assert not events, "the Node registered before its Machine was Provisioned: the test proves nothing"
-        m = menv.wait_phase(name, "Running", timeout=90)
+        with _watched(client.CoreV1Api(menv.cluster.api_client()).list_node, name) as nodes:
+            menv.controller()
+            _infra_machine(menv, name)
+            menv.wait_phase(name, "Provisioned", timeout=90)
+            assert not nodes, "the Node registered before its Machine was Provisioned: the test proves nothing"
+            m = menv.wait_phase(name, "Running", timeout=90)
+            _wait("the Node's providerID", lambda: any(n.spec.provider_id for n in nodes))
     finally:
         menv.sim.control.set_timings(guest_agent=before["guest_agent"])
-        stopped.set()
-        stream.stop()
-    with_pid = [n for n in events if n.spec.provider_id]
-    assert with_pid, [n.metadata.resource_version for n in events]
-    first = with_pid[0]
-    assert first.spec.provider_id == m["spec"]["providerID"]
-    assert (first.metadata.annotations or {}).get("machine.openshift.io/machine") == f"{menv.namespace}/{name}"
-    assert first.metadata.labels.get("node-role.kubernetes.io/infra") == ""
+    _first_with_provider_id(menv, nodes, m)
+    assert m["status"]["nodeRef"]["name"] == name
+
+
+def test_a_node_registered_while_its_machine_is_provisioned_gets_both_in_one_write_and_the_machine_runs_in_one(menv):
+    """On the simulator the guest registers its Node within a second of the VM being up, before the Machine controller
+    sees it up: the Node waits for the Machine's providerID and gets it with nodelink's part in one write, and the
+    Machine goes from Provisioning to Running with its nodeRef in one status write (docs/compatibility.md#nodelink,
+    docs/compatibility.md#node-controllers). The engine here answers every list of VMs 4 s late, so that the guest
+    registers before the controller sees its VM up, whatever the load."""
+    from kubernetes import client
+
+    api = menv.cluster.api_client()
+    list_machines = functools.partial(client.CustomObjectsApi(api).list_namespaced_custom_object,
+                                      "machine.openshift.io", "v1beta1", menv.namespace, "machines")
+    name = unique_name()
+    late = menv.sim.control.delay("/vms", 4.0, method="GET", count=None)
+    try:
+        with _watched(client.CoreV1Api(api).list_node, name) as nodes, _watched(list_machines, name) as machines:
+            menv.controller()
+            _infra_machine(menv, name)
+            m = menv.wait_phase(name, "Running", timeout=120)
+            _wait("the Node's providerID", lambda: any(n.spec.provider_id for n in nodes))
+    finally:
+        menv.sim.control.clear_faults(late)
+    assert not nodes[0].spec.provider_id, "the Node registered with a providerID: the test proves nothing"
+    _first_with_provider_id(menv, nodes, m)
+    assert not any((n.metadata.annotations or {}).get("machine.openshift.io/machine") and not n.spec.provider_id
+                   for n in nodes), "nodelink wrote its part before the providerID came"
+    phases = [(x.get("status") or {}).get("phase") for x in machines]
+    assert "Provisioned" not in phases and phases[-1] == "Running", phases
     assert m["status"]["nodeRef"]["name"] == name

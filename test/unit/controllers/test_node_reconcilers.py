@@ -13,11 +13,10 @@ from api.meta import format_time, now
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from machine_controller.controllers.actuator import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.machine_metrics import MachineMetrics
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID, LINK_WAIT_S,
                                                      AmbiguousMatch, NodeLinkReconciler, internal_ip_index, name_index,
                                                      provider_id_index)
-from machine_controller.controllers.nodes import (DOWN_RECHECK_S, LINK_WAIT_S, NodeInstanceReconciler,
-                                                  wake_on_provider_id)
+from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler, wake_on_provider_id
 from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
@@ -357,6 +356,7 @@ def linked_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeInstanceRecon
     instances = FakeActuator(find=[NodeInstance(PID, running=True)])
     reconciler = NodeInstanceReconciler(api, api.cached(NODES), instances, RecordingEvents())
     reconciler.link_with(linker.node_patch_for_provider_id, linker.machine_provisioning_for)
+    linker.leave_node_part_to_provider_id_write()
     return reconciler, linker, api
 
 
@@ -421,6 +421,27 @@ def test_a_node_registered_while_its_machine_is_provisioned_waits_for_its_provid
     assert n["spec"]["providerID"] == PID
     assert n["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
     assert len(api.writes(NODES)) == 1
+
+
+def test_nodelink_leaves_its_part_of_a_node_waiting_for_its_provider_id_to_that_write():
+    """The Machine controller linked the Machine (found by the Node's InternalIP) when it got its providerID; nodelink,
+    woken by that, would write its part of the Node before the providerID write that carries it: two Node writes."""
+    linked = machine(NODE, provider_id=PID, ip=IP, phase="Running")
+    linked["status"]["nodeRef"] = {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    reconciler, linker, api = linked_world(node(None), linked)
+    wait = linker.reconcile_quietly(NODE)
+    assert wait is not None and LINK_WAIT_S - 5 < wait.requeue_after <= LINK_WAIT_S
+    assert api.writes() == []
+    assert reconciler.reconcile(NODE) is None
+    assert api.object(NODES, NODE)["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
+    assert linker.reconcile_quietly(NODE) is None
+    assert len(api.writes(NODES)) == 1 and api.writes(MACHINES) == []
+    # Past LINK_WAIT_S (the providerID write did not come), nodelink writes its part itself.
+    late = node(None)
+    late["metadata"]["creationTimestamp"] = format_time(now() - dt.timedelta(seconds=LINK_WAIT_S + 1))
+    _, linker, api = linked_world(late, linked)
+    assert linker.reconcile_quietly(NODE) is None
+    assert api.object(NODES, NODE)["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
 
 
 def test_a_node_that_waited_long_enough_gets_its_provider_id_alone():

@@ -29,8 +29,9 @@ INDEX_INTERNAL_IP = "internalIP"
 INDEX_NAME = "name"  # Machines by name, in any namespace: a Node is named after its Machine's VM, so after it
 # How long after its creation a Node without providerID waits for its Machine's providerID, so that one write gives
 # it both the providerID and nodelink's part (nodes.py `link_with`). The Machine gets it when its controller sees the
-# VM up, seconds after the guest registered (at a thousand Machines at once, within about 20 s:
-# hack/bench/machines.py); a Machine stuck in its provisioning holds no Node back for longer.
+# VM up, seconds after the guest registered (its next list of the cluster's VMs and its pass in the work queue, a few
+# seconds each at a thousand Machines: hack/bench/machines.py); a Machine stuck in its provisioning holds no Node back
+# for longer.
 LINK_WAIT_S = 60.0
 
 

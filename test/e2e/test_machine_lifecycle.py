@@ -185,23 +185,30 @@ def test_a_node_registered_while_its_machine_is_provisioned_gets_both_in_one_wri
     """On the simulator the guest registers its Node within a second of the VM being up, before the Machine controller
     sees it up: the Node waits for the Machine's providerID and gets it with nodelink's part in one write, and the
     Machine goes from Provisioning to Running with its nodeRef in one status write (docs/compatibility.md#nodelink,
-    docs/compatibility.md#node-controllers). The engine here answers every list of VMs 4 s late, so that the guest
-    registers before the controller sees its VM up, whatever the load."""
+    docs/compatibility.md#node-controllers). Once the VM is booting, the engine answers every list of VMs 4 s late, so
+    that the guest registers before the controller sees its VM up, whatever the load."""
     from kubernetes import client
 
     api = menv.cluster.api_client()
     list_machines = functools.partial(client.CustomObjectsApi(api).list_namespaced_custom_object,
                                       "machine.openshift.io", "v1beta1", menv.namespace, "machines")
     name = unique_name()
-    late = menv.sim.control.delay("/vms", 4.0, method="GET", count=None)
+    before = menv.sim.control.timings()
+    menv.sim.control.set_timings(powering_up=3.0)  # a boot long enough to be seen
+    late = None
     try:
         with _watched(client.CoreV1Api(api).list_node, name) as nodes, _watched(list_machines, name) as machines:
             menv.controller()
             _infra_machine(menv, name)
-            m = menv.wait_phase(name, "Running", timeout=120)
+            _wait("the VM to boot", lambda: [vm.get("status") for vm in menv.vms_named(name)] == ["powering_up"],
+                  timeout=90)
+            late = menv.sim.control.delay("/vms", 4.0, method="GET", count=None)
+            m = menv.wait_phase(name, "Running", timeout=90)
             _wait("the Node's providerID", lambda: any(n.spec.provider_id for n in nodes))
     finally:
-        menv.sim.control.clear_faults(late)
+        if late is not None:
+            menv.sim.control.clear_faults(late)
+        menv.sim.control.set_timings(powering_up=before["powering_up"])
     assert not nodes[0].spec.provider_id, "the Node registered with a providerID: the test proves nothing"
     _first_with_provider_id(menv, nodes, m)
     assert not any((n.metadata.annotations or {}).get("machine.openshift.io/machine") and not n.spec.provider_id

@@ -14,13 +14,7 @@ from machine_controller.ovirt.cluster_inputs import UserData
 from machine_controller.ovirt.errors import MissingDependencyError
 from machine_controller.runtime.kube import SECRETS
 
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
+from manual_clock import ManualClock
 
 
 class _Secrets:
@@ -45,7 +39,7 @@ class _Secrets:
 
 
 def test_a_burst_of_creates_reads_the_secret_once_and_a_changed_secret_after_the_keep_time():
-    secrets, clock = _Secrets(), _Clock()
+    secrets, clock = _Secrets(), ManualClock()
     secrets.put("ns", "worker-user-data", b'{"ignition": {"version": "3.2.0"}}')
     user_data = UserData(secrets, keep_s=10, clock=clock)
     assert {user_data("ns", "worker-user-data") for _ in range(100)} == {'{"ignition": {"version": "3.2.0"}}'}
@@ -64,7 +58,7 @@ def test_each_secret_is_kept_apart_by_namespace_and_name():
     secrets.put("a", "worker-user-data", b"worker a")
     secrets.put("b", "worker-user-data", b"worker b")
     secrets.put("a", "infra-user-data", b"infra a")
-    user_data = UserData(secrets, clock=_Clock())
+    user_data = UserData(secrets, clock=ManualClock())
     assert [user_data("a", "worker-user-data"), user_data("b", "worker-user-data"),
             user_data("a", "infra-user-data"), user_data("a", "worker-user-data")] == [
         "worker a", "worker b", "infra a", "worker a"]
@@ -81,7 +75,7 @@ def test_a_missing_or_refused_secret_is_read_again_at_the_next_create_so_the_fix
     secrets = _Secrets()
     if text is not None:
         secrets.put("ns", "worker-user-data", text or None)
-    user_data = UserData(secrets, clock=_Clock())
+    user_data = UserData(secrets, clock=ManualClock())
     for _ in range(2):
         with pytest.raises(error):
             user_data("ns", "worker-user-data")
@@ -96,7 +90,7 @@ def test_workers_creating_together_share_one_read():
     secrets = _Secrets()
     secrets.put("ns", "worker-user-data", b"ignition")
     secrets.gate = threading.Event()
-    user_data = UserData(secrets, clock=_Clock())
+    user_data = UserData(secrets, clock=ManualClock())
     seen: list[str] = []
     threads = [threading.Thread(target=lambda: seen.append(user_data("ns", "worker-user-data"))) for _ in range(8)]
     for t in threads:

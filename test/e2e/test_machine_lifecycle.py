@@ -35,7 +35,12 @@ def test_installer_spec_machine_reaches_running_with_the_requested_vm(menv):
     conditions = {c["type"]: c["status"] for c in m["status"]["conditions"]}
     assert conditions["InstanceExists"] == "True"
 
-    node = json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+    def read_node() -> dict:
+        return json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+    # A Node registered before the Machine saw its VM up gets its providerID (with nodelink's part) right after the
+    # Machine's own, which may be a moment after the Machine is Running (docs/compatibility.md#node-controllers).
+    _wait("the Node's providerID", lambda: read_node()["spec"].get("providerID"))
+    node = read_node()
     assert node["spec"]["providerID"] == m["spec"]["providerID"]  # byte-identical, for the autoscaler
     assert node["metadata"]["annotations"]["machine.openshift.io/machine"] == f"{menv.namespace}/{name}"
 

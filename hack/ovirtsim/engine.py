@@ -7,6 +7,7 @@ engine's own behaviour is here and in the handlers of `resources`.
 from __future__ import annotations
 
 import datetime
+import itertools
 import logging
 import threading
 import time
@@ -162,13 +163,11 @@ class Engine:
         excess = len(jobs) - MAX_JOBS
         if excess <= 0:
             return
-        for job in list(jobs.all()):
-            if excess <= 0:
-                break
-            if job.status is not types.JobStatus.STARTED:
-                jobs.remove(job.id)
-                self.store.runtime.job_correlation.pop(job.id, None)
-                excess -= 1
+        # The oldest finished jobs go: found from the oldest on, not by copying the whole table at every job.
+        done = list(itertools.islice((j for j in jobs.all() if j.status is not types.JobStatus.STARTED), excess))
+        for job in done:
+            jobs.remove(job.id)
+            self.store.runtime.job_correlation.pop(job.id, None)
 
     # -- dispatch -------------------------------------------------------------------------------------------
     def route(self, method: str, path: str) -> tuple[Any, dict[str, str], str]:

@@ -63,7 +63,9 @@ class Table:
     def __init__(self, spec: TableSpec) -> None:
         self.spec = spec
         self._rows: dict[str, dict[str, Any]] = {}
-        self._parent_of_id: dict[str, str] = {}
+        # id -> the parents holding a row of that id, in insertion order: a disk's attachments are found without
+        # going through every VM's (a thousand VMs removed at once went through all of them for each).
+        self._parents_of_id: dict[str, dict[str, None]] = {}
 
     def parent_id(self, obj: Any) -> str:
         return getattr(obj, self.spec.parent_attr).id if self.spec.parent_attr else ""
@@ -71,8 +73,7 @@ class Table:
     def put(self, obj: Any) -> Any:
         parent = self.parent_id(obj)
         self._rows.setdefault(parent, {})[obj.id] = obj
-        if not self.spec.parent_attr:
-            self._parent_of_id[obj.id] = parent
+        self._parents_of_id.setdefault(obj.id, {})[parent] = None
         return obj
 
     def get(self, id_: str, parent: str = "") -> Any | None:
@@ -81,17 +82,33 @@ class Table:
     def children(self, parent: str = "") -> list[Any]:
         return list(self._rows.get(parent, {}).values())
 
+    def with_id(self, id_: str) -> list[Any]:
+        """Every row of this id, whatever its parent (a disk's attachments to each VM)."""
+        return [self._rows[parent][id_] for parent in self._parents_of_id.get(id_, ())]
+
     def remove(self, id_: str, parent: str = "") -> Any | None:
         rows = self._rows.get(parent)
         if not rows:
             return None
         obj = rows.pop(id_, None)
+        if obj is not None:
+            self._unindex(id_, parent)
         if not rows:
             del self._rows[parent]
         return obj
 
     def drop_parent(self, parent: str) -> list[Any]:
-        return list(self._rows.pop(parent, {}).values())
+        dropped = list(self._rows.pop(parent, {}).values())
+        for obj in dropped:
+            self._unindex(obj.id, parent)
+        return dropped
+
+    def _unindex(self, id_: str, parent: str) -> None:
+        parents = self._parents_of_id.get(id_)
+        if parents is not None:
+            parents.pop(parent, None)
+            if not parents:
+                del self._parents_of_id[id_]
 
     def all(self) -> Iterator[Any]:
         for rows in self._rows.values():
@@ -102,6 +119,7 @@ class Table:
 
     def clear(self) -> None:
         self._rows.clear()
+        self._parents_of_id.clear()
 
 
 class InitMode(str, Enum):

@@ -163,6 +163,38 @@ def test_detach_only_removal_keeps_disks_of_cloned_vm(conn):
     assert info.value.code == 409
 
 
+def test_a_shared_disk_outlives_the_first_vm_removed_and_a_private_one_attaches_once(conn):
+    sd = conn.system_service().storage_domains_service().list(search="name=nfs-data")[0]
+    disks = conn.system_service().disks_service()
+
+    def data_disk(name: str, shareable: bool) -> types.Disk:
+        disk = disks.add(types.Disk(name=name, provisioned_size=2**30, format=types.DiskFormat.RAW, sparse=False,
+                                    shareable=shareable, storage_domains=[types.StorageDomain(id=sd.id)]))
+        wait_for(lambda: disks.disk_service(disk.id).get().status == types.DiskStatus.OK)
+        return disk
+
+    def attach(vm: types.Vm, disk: types.Disk) -> None:
+        vm_service(conn, vm.id).disk_attachments_service().add(types.DiskAttachment(
+            disk=types.Disk(id=disk.id), interface=types.DiskInterface.VIRTIO_SCSI, bootable=False, active=True))
+
+    a, b = create_down_vm(conn, "share-a"), create_down_vm(conn, "share-b")
+    shared, private = data_disk("shared", shareable=True), data_disk("private", shareable=False)
+    attach(a, shared)
+    attach(b, shared)
+    attach(a, private)
+    with pytest.raises(sdk.Error) as info:
+        attach(b, private)
+    assert info.value.code == 409
+
+    vm_service(conn, a.id).remove()
+    # Still attached to b: the shared disk stays as it was; the private one goes with a.
+    assert disks.disk_service(shared.id).get().status == types.DiskStatus.OK
+    assert [da.id for da in vm_service(conn, b.id).disk_attachments_service().list()].count(shared.id) == 1
+    assert disks.disk_service(private.id).get().status == types.DiskStatus.LOCKED
+    vm_service(conn, b.id).remove()
+    assert disks.disk_service(shared.id).get().status == types.DiskStatus.LOCKED  # its last VM took it along
+
+
 def test_update_vm_and_rename_conflict(conn):
     a = create_down_vm(conn, "upd-a")
     create_vm(conn, "upd-b")

@@ -124,7 +124,7 @@ def attached_vms(store: Store, disk_id: str) -> list[types.Vm]:
 
 
 def _attachment_parents(store: Store, disk_id: str) -> list[str]:
-    return [da.vm.id for da in store.vm_disk_attachments.all() if da.id == disk_id]
+    return [da.vm.id for da in store.vm_disk_attachments.with_id(disk_id)]
 
 
 def extend(engine: "Engine", disk: types.Disk, new_size: int) -> None:
@@ -212,11 +212,11 @@ def remove_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
     disk = get_or_404(store.disks, req.params["disk"])
     if disk.status is types.DiskStatus.LOCKED:
         raise conflict(Msg.disks_locked("remove", "Virtual Disk", [disk.alias or disk.id]))
-    for da in [da for da in store.vm_disk_attachments.all() if da.id == disk.id]:
+    for da in store.vm_disk_attachments.with_id(disk.id):
         vm = store.vms.get(da.vm.id)
         if vm is not None and vm.status is not types.VmStatus.DOWN and da.active:
             raise conflict(Msg.disk_attached_to_running_vm("remove"))
-    for da in [da for da in store.vm_disk_attachments.all() if da.id == disk.id]:
+    for da in store.vm_disk_attachments.with_id(disk.id):
         store.vm_disk_attachments.remove(da.id, da.vm.id)
     purge(engine, disk.id)
     engine.add_job(req, f"Removing Disk {disk.alias}")

@@ -72,7 +72,7 @@ def add_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
         disk = resolve(store, "disks", "Disk", types.Disk(id=da.disk.id))
         if store.vm_disk_attachments.get(disk.id, vm.id) is not None:
             raise conflict(Msg.disk_already_attached("attach"))
-        if not disk.shareable and any(a.id == disk.id for a in store.vm_disk_attachments.all()):
+        if not disk.shareable and store.vm_disk_attachments.with_id(disk.id):
             raise conflict(Msg.disk_already_attached("attach"))
         if disk.status is types.DiskStatus.LOCKED:
             raise conflict(Msg.disks_locked("attach", "Virtual Disk", [disk.alias or disk.id]))

@@ -365,7 +365,7 @@ def remove_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
         disk = store.disks.get(da.id)
         if disk is None or detach_only:
             continue
-        if any(other.id == da.id for other in store.vm_disk_attachments.all()):
+        if store.vm_disk_attachments.with_id(da.id):
             continue  # a shareable disk still attached elsewhere
         # The VM row goes at once; its images are deleted by a storage task (6.2, "disks go locked").
         disk.status = types.DiskStatus.LOCKED
@@ -375,8 +375,10 @@ def remove_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
     store.vm_consoles.drop_parent(vm.id)
     store.runtime.vm_tags.pop(vm.id, None)
     for group in store.affinity_groups.all():
-        if group.vms and any(m.id == vm.id for m in group.vms):
-            group.vms = [m for m in group.vms if m.id != vm.id]
+        if group.vms:
+            kept = [m for m in group.vms if m.id != vm.id]  # one pass: a benchmark's group holds a thousand VMs
+            if len(kept) != len(group.vms):
+                group.vms = kept
     store.vms.remove(vm.id)
     store.runtime.vms.pop(vm.id, None)
     engine.add_job(req, f"Removing VM {vm.name} from system")

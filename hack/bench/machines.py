@@ -11,8 +11,8 @@ with the product's dependencies only, as the image has them: hack/bench/product_
 machine was and each process's share of its cores (API server, etcd, simulator, controller compete for two cores:
 hack/bench/procstat.py); the Kubernetes API writes per Machine by verb, resource and answer code, events included
 (the API server's audit log, hack/bench/audit.py). Then it deletes the Machines and reports the same for deletion.
-`--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples the controller during each creation
-(hack/bench/pyspy.py); both need `make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with
+`--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples the controller and the simulator during
+each creation and deletion (hack/bench/pyspy.py); both need `make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with
 `kubectl scale` and counts the oVirt requests per minute of the steady state with N Running Machines.
 `--heartbeat` sets how often the simulated kubelets post their Node status: a real kubelet posts it every 10 s
 only when it changed and every 5 min otherwise, so at N=1000 the profile's 1 s would make the simulator's guests,
@@ -31,6 +31,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
@@ -186,11 +187,9 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     watch = PhaseWatch(kubectl.kubeconfig)
     run = Run(n, floor)
     load0 = os.getloadavg()[0]
-    spy = PySpy(pid, spy_dir / f"profile-{n}.txt") if spy_dir else None
     with Sampler(run, watch, pid) as sampler:
         mark = audit.mark()
-        if spy:
-            spy.__enter__()
+        spies = _spies(spy_dir, n, "create", {"controller": pid, "simulator": sim.process.pid})
         totals0 = _controller_totals(ctl)
         t0 = time.monotonic()
         create_shares = CpuShares(pids)
@@ -199,8 +198,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         create_s = time.monotonic() - t0
         create_cpu = create_shares.stop()
         totals1 = _controller_totals(ctl)
-        if spy:
-            spy.__exit__(None, None, None)
+        spies.close()
         create_counts = sim.control.counts()
         create_requests = sum(create_counts.values())
         load1 = os.getloadavg()[0]
@@ -211,9 +209,11 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         run.delete_at = time.monotonic() - sampler.t0
         t1 = time.monotonic()
         delete_shares = CpuShares(pids)
+        spies = _spies(spy_dir, n, "delete", {"controller": pid, "simulator": sim.process.pid})
         delete_all(names, kubectl.kubeconfig)
         watch.wait(lambda phases: not phases, f"N={n} delete")
         delete_s = time.monotonic() - t1
+        spies.close()
         delete_cpu = delete_shares.stop()
         totals2 = _controller_totals(ctl)
         load2 = os.getloadavg()[0]
@@ -237,7 +237,16 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "create_passes": _per_machine(_passes(totals1 - totals0), n),
             "delete_passes": _per_machine(_passes(totals2 - totals1), n),
             "create_waits": _mean_waits(totals1 - totals0), "delete_waits": _mean_waits(totals2 - totals1),
-            "profile": summary(spy_dir / f"profile-{n}.txt") if spy_dir else None}
+            "profiles": {(phase, who): summary(spy_dir / f"profile-{n}-{phase}-{who}.txt")
+                         for phase in ("create", "delete") for who in ("controller", "simulator")} if spy_dir else {}}
+
+
+def _spies(spy_dir: Path | None, n: int, phase: str, pids: dict[str, int]) -> ExitStack:
+    """py-spy on each process of `pids` for a phase, raw stacks into `spy_dir`; closing the stack writes them."""
+    stack = ExitStack()
+    for who, pid in pids.items() if spy_dir else ():
+        stack.enter_context(PySpy(pid, spy_dir / f"profile-{n}-{phase}-{who}.txt"))
+    return stack
 
 
 def _controller_totals(ctl: ControllerProcess) -> Counter[tuple[str, str]]:
@@ -335,7 +344,8 @@ def main() -> int:
     parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG per N into this directory")
     parser.add_argument("--py-spy", type=Path, default=None, dest="spy",
-                        help="profile the controller during each creation with py-spy, raw stacks into this directory")
+                        help="profile the controller and the simulator during each creation and deletion with "
+                             "py-spy, raw stacks into this directory")
     args = parser.parse_args()
     configure_logging("warning", sys.stderr)  # the phase informer's own log lines are not figures
     counts = [int(x) for x in args.n.split(",")]
@@ -416,8 +426,8 @@ def main() -> int:
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())
             print(f"  N={r['n']} {what} Kubernetes API writes per Machine (verb resource code): {parts}")
-        if r["profile"]:
-            print(f"  N={r['n']} create, py-spy profile of the controller:\n" + r["profile"])
+        for (phase, who), profile in r["profiles"].items():
+            print(f"  N={r['n']} {phase}, py-spy profile of the {who}:\n" + profile)
     if ms_row:
         r = ms_row
         print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.2f}x the floor), "

@@ -17,6 +17,7 @@ from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
                                                      add_nodelink_controller, internal_ip_index, name_index,
                                                      provider_id_index)
+from machine_controller.controllers.node_status import cached_node
 from machine_controller.controllers.nodes import (NodeInstanceReconciler, add_node_instance_controller,
                                                   wake_on_provider_id)
 from machine_controller.controllers.remediation import RemediationTiming, add_remediation_controller
@@ -83,7 +84,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
                                              resync_period=config.resync_s,
                                              indexers={**indexers, INDEX_NAME: name_index}, transform=compact))
     nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
-                                          transform=compact))
+                                          transform=cached_node))
 
     # One MachineSet informer for the MachineSet and capacity controllers, made only if one of them runs; it keeps
     # managedFields (the capacity controller reads which annotations it owns).

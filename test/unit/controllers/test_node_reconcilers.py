@@ -16,6 +16,7 @@ from machine_controller.controllers.machine_metrics import MachineMetrics
 from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID, LINK_WAIT_S,
                                                      AmbiguousMatch, NodeLinkReconciler, internal_ip_index, name_index,
                                                      provider_id_index)
+from machine_controller.controllers.node_status import cached_node, node_ready
 from machine_controller.controllers.nodes import DOWN_RECHECK_S, NodeInstanceReconciler, wake_on_provider_id
 from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
@@ -486,3 +487,21 @@ def test_a_machine_that_gets_its_provider_id_wakes_the_node_of_its_name_that_has
         assert queue.get(timeout=0) is None
     finally:
         queue.shutdown()
+
+
+def test_the_node_cache_keeps_the_status_the_controllers_read_and_drops_the_kubelets_image_list():
+    conditions = [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+    addresses = [{"type": "InternalIP", "address": "10.0.0.7"}, {"type": "Hostname", "address": "worker-7"}]
+    node = {"metadata": {"name": "worker-7", "managedFields": [{"manager": "kubelet"}], "labels": {"a": "b"}},
+            "spec": {"providerID": "ovirt://vm-7", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"conditions": conditions, "addresses": addresses,
+                       "images": [{"names": [f"registry.example/img-{i}@sha256:{i:064x}"], "sizeBytes": i}
+                                  for i in range(50)],
+                       "nodeInfo": {"bootID": "b", "kubeletVersion": "v1.35.4"}, "capacity": {"cpu": "4"},
+                       "allocatable": {"cpu": "4"}, "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}}}}
+    cached = cached_node(node)
+    assert cached["status"] == {"conditions": conditions, "addresses": addresses}
+    assert cached["spec"] == {"providerID": "ovirt://vm-7", "taints": [{"key": "k", "effect": "NoSchedule"}]}
+    assert "managedFields" not in cached["metadata"] and cached["metadata"]["labels"] == {"a": "b"}
+    assert node_ready(cached) == "True"
+    assert cached_node({"metadata": {"name": "new"}}) == {"metadata": {"name": "new"}}  # no status yet

@@ -98,10 +98,10 @@ class Table:
         return obj
 
     def drop_parent(self, parent: str) -> list[Any]:
-        dropped = list(self._rows.pop(parent, {}).values())
-        for obj in dropped:
-            self._unindex(obj.id, parent)
-        return dropped
+        rows = self._rows.pop(parent, {})
+        for id_ in rows:
+            self._unindex(id_, parent)
+        return list(rows.values())
 
     def _unindex(self, id_: str, parent: str) -> None:
         parents = self._parents_of_id.get(id_)

@@ -238,6 +238,7 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "create_passes": _per_machine(_passes(totals1 - totals0), n),
             "delete_passes": _per_machine(_passes(totals2 - totals1), n),
             "create_waits": _mean_waits(totals1 - totals0), "delete_waits": _mean_waits(totals2 - totals1),
+            "create_lists": _lists(totals1 - totals0), "delete_lists": _lists(totals2 - totals1),
             "profiles": {(phase, who): summary(spy_dir / f"profile-{n}-{phase}-{who}.txt")
                          for phase in ("create", "delete") for who in ("controller", "simulator")} if spy_dir else {}}
 
@@ -261,7 +262,18 @@ def _controller_totals(ctl: ControllerProcess) -> Counter[tuple[str, str]]:
                 totals["passes", sample.labels["controller"]] += sample.value
             elif family.name == "workqueue_queue_duration_seconds" and sample.name.endswith(("_sum", "_count")):
                 totals["waited_s" if sample.name.endswith("_sum") else "taken", sample.labels["name"]] += sample.value
+            elif family.name == "ovirt_engine_request_duration_seconds" and sample.name.endswith(("_sum", "_count")) \
+                    and sample.labels["operation"] == "cluster_vms":
+                totals["listed_s" if sample.name.endswith("_sum") else "lists", "cluster_vms"] += sample.value
     return totals
+
+
+def _lists(totals: Counter[tuple[str, str]]) -> str:
+    """The lists of a cluster's VMs and how long each took on average, from request to its last byte parsed: a list
+    counts as recent for three times that (machine_controller/ovirt/snapshots.py), which is how long a Machine that
+    acted just after one started may wait for the next."""
+    n = totals["lists", "cluster_vms"]
+    return f"{n:.0f}, {totals['listed_s', 'cluster_vms'] / n:.2f} s each on average" if n else "none"
 
 
 def _passes(totals: Counter[tuple[str, str]]) -> dict[str, float]:
@@ -436,6 +448,7 @@ def main() -> int:
             print(f"  N={r['n']} {what} reconcile passes per Machine by controller: {parts}")
             parts = ", ".join(f"{k} {v:.2f} s" for k, v in r[f"{what}_waits"].items())
             print(f"  N={r['n']} {what} mean wait of a key in its work queue by controller: {parts}")
+            print(f"  N={r['n']} {what} lists of the cluster's VMs: {r[f'{what}_lists']}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())

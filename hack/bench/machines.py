@@ -1,7 +1,7 @@
 """Benchmark of the Machine controller: N Machines created at once against the simulator.
 
     .venv/bin/python -m hack.bench.machines [--n 10,100] [--machineset 100] [--steady 60] [--profile fast]
-                                            [--heartbeat 60] [--plot DIR] [--py-spy DIR]
+                                            [--heartbeat 60] [--floor-runs 2] [--plot DIR] [--py-spy DIR]
 
 For each N it reports: the time until all N Machines are Running, divided by the floor for N (the same N VMs created
 and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run, the fastest of

@@ -170,7 +170,7 @@ class LocalControlPlane:
                 f"--kubeconfig={self.state.kubeconfigs['scheduler']}",
                 f"--authentication-kubeconfig={self.state.kubeconfigs['scheduler']}",
                 f"--authorization-kubeconfig={self.state.kubeconfigs['scheduler']}",
-                "--bind-address=127.0.0.1", f"--secure-port={_free_port()}", "--leader-elect=false",
+                "--secure-port=0", "--leader-elect=false",  # no HTTPS endpoint, as _start_controller_manager says
             ])
             self._wait_default_serviceaccount()
         except BaseException:
@@ -273,7 +273,9 @@ class LocalControlPlane:
         self._start("kube-controller-manager", [
             str(b.path("kube-controller-manager")),
             f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
-            "--bind-address=127.0.0.1", f"--secure-port={_free_port()}", "--leader-elect=false",
+            # No HTTPS endpoint: nothing here asks it, and a port picked free could be taken by another plane
+            # before this one bound it (a scheduler exited on "address already in use" in a full test run).
+            "--secure-port=0", "--leader-elect=false",
             # Each controller runs as its own ServiceAccount with its bootstrap RBAC role, as in a real
             # cluster; the garbage collector's role is what deletes Machines owned by a deleted MachineSet.
             "--use-service-account-credentials=true",

@@ -20,7 +20,10 @@ GIB = 1024 ** 3
 def test_installer_spec_machine_reaches_running_with_the_requested_vm(menv):
     ctl = menv.controller()
     name = menv.create_machine(unique_name())
-    m = menv.wait_phase(name, "Running", timeout=90)
+    menv.wait_phase(name, "Running", timeout=90)
+    # Its addresses may come a moment after Running: its Node may have registered before the guest agent reported
+    # them (docs/compatibility.md#status).
+    m = menv.wait_machine(name, lambda m: bool(m["status"].get("addresses")), "addressed")
 
     vm_id = m["metadata"]["annotations"]["VmId"]
     assert m["spec"]["providerID"] == f"ovirt://{vm_id}"

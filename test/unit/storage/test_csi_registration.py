@@ -79,7 +79,9 @@ def _call(sock: Path, method: str, body: bytes) -> bytes:
     with grpc.insecure_channel(f"unix://{sock}") as channel:
         call = channel.unary_unary(f"/pluginregistration.Registration/{method}",
                                    request_serializer=None, response_deserializer=None)
-        return call(body, timeout=10)
+        # As the kubelet dials it (blocking, up to its timeout): gRPC makes the socket file a moment before it
+        # accepts on it, and a call that fails fast meets "connection refused" in between (seen in CI).
+        return call(body, timeout=10, wait_for_ready=True)
 
 
 def _healthz(port: int) -> tuple[int, str]:

@@ -83,23 +83,47 @@ class NodeLinkReconciler:
         self._left_to_provider_id_write = True
 
     def machine_for(self, node: dict) -> dict | None:
+        """The Machine of `node`: by providerID, only the Machine of the Node's name; else by the Node's first
+        InternalIP, unless that Machine is linked to another Node that is still there. A providerID and an address
+        are hints that a copied manifest carries; the name is the proof: the VM of a Machine's providerID bears the
+        Machine's name, and a Node's VM is the VM of its name (docs/architecture.md#acting-only-on-what-is-ours)."""
+        name = node["metadata"]["name"]
         pid = (node.get("spec") or {}).get("providerID")
-        if pid and len([n for n in self._nodes.by_index(INDEX_PROVIDER_ID, pid)
-                        if not n["metadata"].get("deletionTimestamp")]) > 1:
-            # Two Nodes claim one instance (a copied manifest): which is the Machine's cannot be told from the
-            # providerID, so neither is linked or written to (docs/architecture.md#acting-only-on-what-is-ours).
-            log.warning("several nodes carry one providerID; linking none", node=node["metadata"]["name"],
-                        provider_id=pid)
+        by_pid = self._live_matches(node, self._machines.by_index(INDEX_PROVIDER_ID, pid) if pid else [])
+        if by_pid is not None:
+            if by_pid["metadata"]["name"] != name:
+                # Another Node carries the VM id of this Machine (a copied Node manifest); the node controller warns
+                # on it (InstanceNotOwned). It is neither linked nor written to, whether or not the Machine's own
+                # Node has its providerID yet.
+                log.warning("node carries the providerID of a machine of another name; not linking it", node=name,
+                            machine=object_key(by_pid), provider_id=pid)
+                return None
+            return by_pid
+        ips = list(internal_ip_index(node))
+        by_ip = self._live_matches(node, self._machines.by_index(INDEX_INTERNAL_IP, ips[0]) if ips else [])
+        if by_ip is not None and self._linked_elsewhere(by_ip, name):
+            # An address moves no link: the Node linked first may be the one of the Machine's name still waiting for
+            # its providerID (docs/compatibility.md#node-controllers).
+            log.warning("node shares the address of a machine linked to another node; not linking it", node=name,
+                        machine=object_key(by_ip), address=ips[0])
             return None
-        candidates = self._machines.by_index(INDEX_PROVIDER_ID, pid) if pid else []
-        if not candidates:
-            ips = list(internal_ip_index(node))
-            candidates = self._machines.by_index(INDEX_INTERNAL_IP, ips[0]) if ips else []
-        candidates = [m for m in candidates if not m["metadata"].get("deletionTimestamp")]
+        return by_ip
+
+    @staticmethod
+    def _live_matches(node: dict, machines: Iterable[dict]) -> dict | None:
+        candidates = [m for m in machines if not m["metadata"].get("deletionTimestamp")]
         if len(candidates) > 1:
             names = ", ".join(object_key(m) for m in candidates)
             raise AmbiguousMatch(f"node {node['metadata']['name']} matches several machines: {names}")
         return candidates[0] if candidates else None
+
+    def _linked_elsewhere(self, machine: dict, node_name: str) -> bool:
+        """Whether `machine`'s nodeRef names a Node other than `node_name` that is there and not being deleted."""
+        ref = ((machine.get("status") or {}).get("nodeRef") or {}).get("name")
+        if not ref or ref == node_name:
+            return False
+        other = self._nodes.get(ref)
+        return other is not None and not other["metadata"].get("deletionTimestamp")
 
     def nodes_for_machine(self, machine: dict) -> list[str]:
         """Machine events map to the Node(s) they may link to."""
@@ -116,19 +140,21 @@ class NodeLinkReconciler:
     def node_for_new_machine(self, machine_key: str, provider_id: str | None, addresses: list[dict]) -> dict | None:
         """The Node this nodelink would link the Machine `machine_key` to once its providerID and addresses are
         written, for the Machine controller to write the nodeRef with them when the Node registered first
-        (machine.py, docs/compatibility.md#nodelink): the one Node not being deleted that carries `provider_id`,
-        else the one whose first InternalIP is one of the Machine's and that carries no other providerID. None when
-        there is none or several, or when another Machine (not being deleted) matches that Node by its providerID or
-        its InternalIP: nodelink then decides, as it does today."""
+        (machine.py, docs/compatibility.md#nodelink): the one Node not being deleted that carries `provider_id` and
+        bears the Machine's name, else the one whose first InternalIP is one of the Machine's and that carries no
+        providerID yet. None when there is none or several, or when another Machine (not being deleted) matches that
+        Node by its providerID or its InternalIP: nodelink then decides, as it does today."""
         def live(nodes: Iterable[dict]) -> list[dict]:
             return [n for n in nodes if not n["metadata"].get("deletionTimestamp")]
-        nodes = live(self._nodes.by_index(INDEX_PROVIDER_ID, provider_id)) if provider_id else []
+        machine_name = machine_key.rpartition("/")[2]
+        nodes = [n for n in live(self._nodes.by_index(INDEX_PROVIDER_ID, provider_id) if provider_id else [])
+                 if n["metadata"]["name"] == machine_name]  # of another name, not the Machine's (`machine_for`)
         if not nodes:
             ips = {a["address"] for a in addresses if a.get("type") == "InternalIP" and a.get("address")}
             by_name = {n["metadata"]["name"]: n for ip in sorted(ips)
                        for n in live(self._nodes.by_index(INDEX_INTERNAL_IP, ip))
                        if list(internal_ip_index(n))[0] in ips
-                       and (n.get("spec") or {}).get("providerID") in (None, "", provider_id)}
+                       and not (n.get("spec") or {}).get("providerID")}
             nodes = list(by_name.values())
         if len(nodes) != 1:
             return None
@@ -241,15 +267,17 @@ class NodeLinkReconciler:
     def node_patch_for_provider_id(self, node: dict, pid: str) -> dict:
         """Nodelink's part of the write that gives `node` its providerID `pid` (nodes.py), so that a Node
         registered after its Machine was provisioned gets both in one write (docs/compatibility.md#node-controllers):
-        the `node_patch` of the one Machine (not being deleted) whose providerID is `pid`. {} when no Machine or
-        several have it, or when another Node carries it already (nodelink links none of them, `machine_for`);
-        nodelink then looks at the Node itself once it has its providerID."""
+        the `node_patch` of the one Machine (not being deleted) whose providerID is `pid`, when it bears the Node's
+        name. {} when no Machine or several have it, when it bears another name, or when another Node carries `pid`
+        already; nodelink then looks at the Node itself once it has its providerID."""
         name = node["metadata"]["name"]
         if any(n["metadata"]["name"] != name for n in self._nodes.by_index(INDEX_PROVIDER_ID, pid)):
             return {}
         machines = [m for m in self._machines.by_index(INDEX_PROVIDER_ID, pid)
                     if not m["metadata"].get("deletionTimestamp")]
-        return self.node_patch(node, machines[0]) if len(machines) == 1 else {}
+        if len(machines) != 1 or machines[0]["metadata"]["name"] != name:
+            return {}  # of another name, the Machine is not this Node's (`machine_for`)
+        return self.node_patch(node, machines[0])
 
     def reconcile_quietly(self, key: str) -> Result | None:
         # A Node changes every heartbeat; a patch guarded by an older resourceVersion then gets 409. That is

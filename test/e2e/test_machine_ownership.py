@@ -125,11 +125,16 @@ def test_a_node_whose_provider_id_names_another_vm_is_warned_and_left_alone(menv
             f"no {NOT_OWNED} event for Node {impostor}\n{menv.controller_logs()}"
         assert menv.cluster.kubectl("get", "node", impostor, check=False).returncode == 0
         _assert_untouched(menv, a, a_vm)
-        # Nodelink neither links A to the impostor nor writes A's annotation on it: two Nodes claim A's
-        # providerID, and which one is A's cannot be told from it.
+        # Nodelink neither links A to the impostor nor writes A's annotation on it: it bears another name, so it is
+        # not A's Node. A's own Node, linked by its address a moment before its providerID came, stays linked and
+        # gets nodelink's part beside the impostor.
+        def annotation(node_name: str) -> str | None:
+            got = json.loads(menv.cluster.kubectl("get", "node", node_name, "-o", "json").stdout)
+            return (got["metadata"].get("annotations") or {}).get(keys.ANNOTATION_NODE_MACHINE)
+
+        assert wait_until(lambda: annotation(a) == f"{menv.namespace}/{a}", timeout=30, interval=0.5)
         time.sleep(2)
-        got = json.loads(menv.cluster.kubectl("get", "node", impostor, "-o", "json").stdout)
-        assert keys.ANNOTATION_NODE_MACHINE not in (got["metadata"].get("annotations") or {}), got["metadata"]
+        assert annotation(impostor) is None
         assert menv.machine(a)["status"]["nodeRef"]["name"] == a
     finally:
         menv.cluster.kubectl("delete", "node", impostor, "--wait=false", check=False)

@@ -32,7 +32,7 @@ from fakes import FakeActuator, FakeApi, RecordingEvents
 NS = "openshift-machine-api"
 NAME = "worker-0"
 KEY = f"{NS}/{NAME}"
-NODE = "worker-0.example.com"
+NODE = NAME  # a Node is named after its VM, and the VM after its Machine (nodelink.py `machine_for`)
 VM = "9f1c2b7e-0000-4000-8000-000000000001"
 PID = f"ovirt://{VM}"
 T0 = "2026-01-01T00:00:00Z"
@@ -692,15 +692,10 @@ def _other_machine_with_the_address(w: World) -> None:
     w.api.seed(MACHINES, other)
 
 
-def _a_second_node_with_the_provider_id(w: World) -> None:
-    w.api.seed(NODES, {**node_obj(), "metadata": {"name": "copy", "uid": "copy-uid"}})
-
-
 @pytest.mark.parametrize("setup", [
     lambda w: None,  # no Node yet: a kubelet registers minutes after the VM is up on real hosts
     _other_machine_with_the_address,  # nodelink would not link that Node to this Machine
-    _a_second_node_with_the_provider_id,  # a copied Node manifest: nodelink links neither
-], ids=["no-node", "another-machine-matches-it", "two-nodes"])
+], ids=["no-node", "another-machine-matches-it"])
 def test_without_the_one_node_nodelink_would_link_the_provisioning_ends_provisioned(setup) -> None:
     row = Row("unlinked", machine("Provisioning"), [], provision=[STARTED], status=[UP],
               node=None if setup.__name__ == "<lambda>" else node_obj())
@@ -708,6 +703,26 @@ def test_without_the_one_node_nodelink_would_link_the_provisioning_ends_provisio
     setup(w)
     assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned" and "nodeRef" not in w.machine()["status"]
+
+
+def test_a_node_of_another_name_with_the_machines_provider_id_is_not_its_node() -> None:
+    """A copied Node manifest, renamed, carries the Machine's providerID: the name is the proof, the providerID a hint
+    (docs/architecture.md#acting-only-on-what-is-ours). The provisioning ends Provisioned beside that Node, nodelink
+    neither links nor writes to it, and the Node of the Machine's name is linked when it registers, the copy still
+    there."""
+    copy = {**node_obj(), "metadata": {"name": "copy", "uid": "copy-uid"}}
+    w, nodelink = _linked(Row("copy", machine("Provisioning"), [], provision=[STARTED], status=[UP], node=copy))
+    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert w.machine()["status"]["phase"] == "Provisioned" and "nodeRef" not in w.machine()["status"]
+    assert nodelink.reconcile_quietly("copy") is None
+    assert "nodeRef" not in w.machine()["status"] and w.api.writes(NODES) == []
+    w.api.seed(NODES, node_obj())
+    assert nodelink.reconcile_quietly(NODE) is None
+    status = w.machine()["status"]
+    assert status["phase"] == "Running" and status["nodeRef"] == {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    assert nodelink.reconcile_quietly("copy") is None
+    assert w.machine()["status"]["nodeRef"]["name"] == NODE
+    assert not w.api.object(NODES, "copy")["metadata"].get("annotations")
 
 
 def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_controller_drains_again() -> None:

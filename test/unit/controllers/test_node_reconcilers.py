@@ -26,7 +26,7 @@ from machine_controller.runtime.workqueue import WorkQueue
 from fakes import FakeActuator, FakeApi, RecordingEvents
 
 NS = "openshift-machine-api"
-NODE = "worker-0.example.com"
+NODE = "worker-0"
 PID = "ovirt://9f1c2b7e-0000-4000-8000-000000000001"
 IP = "10.0.0.5"
 INDEXERS = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
@@ -216,11 +216,11 @@ def running_observed(registry: CollectorRegistry) -> float | None:
 
 
 def test_a_node_is_linked_to_the_machine_of_its_provider_id():
-    reconciler, api = link_world(node(PID), machine("by-ip", ip=IP), machine("by-pid", provider_id=PID))
+    reconciler, api = link_world(node(PID), machine("by-ip", ip=IP), machine(NODE, provider_id=PID))
     assert reconciler.reconcile_quietly(NODE) is None
-    assert node_ref(api, "by-pid") == {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    assert node_ref(api, NODE) == {"kind": "Node", "name": NODE, "uid": "node-uid"}
     assert node_ref(api, "by-ip") is None  # the providerID match wins over the address
-    assert api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == f"{NS}/by-pid"
+    assert api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == f"{NS}/{NODE}"
 
 
 def test_without_a_provider_id_match_the_internal_ip_links():
@@ -240,17 +240,17 @@ def test_a_node_matching_no_machine_is_left_alone():
 def test_labels_annotations_and_taints_go_to_the_node_and_taints_are_never_removed():
     existing = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
     wanted = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
-    m = machine("m", provider_id=PID, labels={"node-role.kubernetes.io/infra": ""},
+    m = machine(NODE, provider_id=PID, labels={"node-role.kubernetes.io/infra": ""},
                 annotations={"example.com/owner": "team-a"}, taints=[wanted])
     reconciler, api = link_world(node(PID, taints=[existing], labels={"kubernetes.io/hostname": NODE}), m)
     reconciler.reconcile_quietly(NODE)
     n = api.object(NODES, NODE)
     assert n["metadata"]["labels"] == {"kubernetes.io/hostname": NODE, "node-role.kubernetes.io/infra": ""}
-    assert n["metadata"]["annotations"] == {"example.com/owner": "team-a", keys.ANNOTATION_NODE_MACHINE: f"{NS}/m"}
+    assert n["metadata"]["annotations"] == {"example.com/owner": "team-a", keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
     assert n["spec"]["taints"] == [existing, wanted]
 
     # The taint leaves the Machine's spec: the Node keeps it; nothing else to write either.
-    api.touch(MACHINES, "m", NS, {"spec": {"taints": []}})
+    api.touch(MACHINES, NODE, NS, {"spec": {"taints": []}})
     node_writes = len(api.writes(NODES))
     reconciler.reconcile_quietly(NODE)
     assert api.object(NODES, NODE)["spec"]["taints"] == [existing, wanted]
@@ -258,7 +258,7 @@ def test_labels_annotations_and_taints_go_to_the_node_and_taints_are_never_remov
 
 
 def test_a_second_pass_with_nothing_new_writes_nothing():
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, labels={"a": "b"}))
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID, labels={"a": "b"}))
     reconciler.reconcile_quietly(NODE)
     before = len(api.writes())
     reconciler.reconcile_quietly(NODE)
@@ -267,10 +267,10 @@ def test_a_second_pass_with_nothing_new_writes_nothing():
 
 def test_a_provisioned_machine_gets_its_node_ref_and_running_in_one_write_counted_once():
     registry = CollectorRegistry()
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID), registry=registry)
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID), registry=registry)
     assert reconciler.reconcile_quietly(NODE) is None
-    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == "Running"
-    assert status_writes(api, "m") == 1
+    assert node_ref(api, NODE)["name"] == NODE and phase(api, NODE) == "Running"
+    assert status_writes(api, NODE) == 1
     assert running_observed(registry) == 1.0
 
 
@@ -281,11 +281,11 @@ def test_a_provisioned_machine_gets_its_node_ref_and_running_in_one_write_counte
 def test_a_machine_changed_since_nodelink_saw_it_provisioned_is_not_made_running(change):
     """The write of Running is guarded by the resourceVersion the Machine was seen Provisioned at."""
     registry = CollectorRegistry()
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID), registry=registry)
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID), registry=registry)
     api.freeze_cache(MACHINES)
-    api.touch(MACHINES, "m", NS, change)
+    api.touch(MACHINES, NODE, NS, change)
     assert reconciler.reconcile_quietly(NODE) == Result(requeue=True)
-    assert phase(api, "m") == change["status"]["phase"] and node_ref(api, "m") is None
+    assert phase(api, NODE) == change["status"]["phase"] and node_ref(api, NODE) is None
     assert running_observed(registry) is None
 
 
@@ -295,21 +295,21 @@ def test_a_machine_not_provisioned_gets_only_its_node_ref(before):
     and linked); a Failed one stays Failed; a Running one relinked to a new Node stays Running. That write is not
     guarded, as before the fold: a Machine changed since the cache saw it still gets its nodeRef."""
     registry = CollectorRegistry()
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, phase=before), registry=registry)
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID, phase=before), registry=registry)
     api.freeze_cache(MACHINES)
-    api.touch(MACHINES, "m", NS, {"metadata": {"labels": {"team": "infra"}}})
+    api.touch(MACHINES, NODE, NS, {"metadata": {"labels": {"team": "infra"}}})
     assert reconciler.reconcile_quietly(NODE) is None
-    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == before
+    assert node_ref(api, NODE)["name"] == NODE and phase(api, NODE) == before
     assert running_observed(registry) is None
 
 
 def test_a_ready_flip_rewrites_the_node_ref_so_the_machine_is_looked_at_again():
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID))
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID))
     reconciler.reconcile_quietly(NODE)
-    status_writes = [w for w in api.writes(MACHINES) if w[2] == "m/status"]
+    status_writes = [w for w in api.writes(MACHINES) if w[2] == f"{NODE}/status"]
     api.touch(NODES, NODE, change={"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
     reconciler.reconcile_quietly(NODE)
-    assert len([w for w in api.writes(MACHINES) if w[2] == "m/status"]) == len(status_writes) + 1
+    assert len([w for w in api.writes(MACHINES) if w[2] == f"{NODE}/status"]) == len(status_writes) + 1
 
 
 def test_two_machines_matching_one_node_is_an_error_and_nothing_is_written():
@@ -321,9 +321,9 @@ def test_two_machines_matching_one_node_is_an_error_and_nothing_is_written():
 
 def test_a_deleting_machine_does_not_count_as_a_match():
     reconciler, api = link_world(node(PID), machine("old", provider_id=PID, deleting=True),
-                                 machine("new", provider_id=PID))
+                                 machine(NODE, provider_id=PID))
     assert reconciler.reconcile_quietly(NODE) is None
-    assert node_ref(api, "new")["name"] == NODE
+    assert node_ref(api, NODE)["name"] == NODE
     assert node_ref(api, "old") is None
 
 
@@ -333,8 +333,53 @@ def test_a_deleting_node_is_not_linked():
     assert api.writes() == []
 
 
+def other_node(name: str, provider_id: str | None = None, ip: str = IP) -> dict:
+    n = node(provider_id, ip=ip)
+    n["metadata"] = {"name": name, "uid": f"{name}-uid"}
+    return n
+
+
+def linked_by_ip(name: str = NODE) -> dict:
+    """A Machine the Machine controller made Running with the Node found by its InternalIP, the Node's providerID
+    still to come (docs/compatibility.md#node-controllers)."""
+    m = machine(name, provider_id=PID, ip=IP, phase="Running")
+    m["status"]["nodeRef"] = {"kind": "Node", "name": NODE, "uid": "node-uid"}
+    return m
+
+
+@pytest.mark.parametrize("own_node", [node(None), node(PID), None], ids=["without-provider-id", "with-it", "absent"])
+def test_a_node_of_another_name_carrying_a_machines_provider_id_is_neither_linked_nor_written(own_node):
+    """A Node manifest copied and renamed carries the providerID of another Machine's VM: the name is the proof, the
+    providerID a hint (docs/architecture.md#acting-only-on-what-is-ours). CI saw the copy linked in the second
+    between the Machine's link to its own Node (by its InternalIP) and that Node's providerID."""
+    owner = linked_by_ip() if own_node is not None else machine(NODE, provider_id=PID, ip=IP)
+    reconciler, api = link_world(other_node("impostor", PID), owner)
+    if own_node is not None:
+        api.seed(NODES, own_node)
+    assert reconciler.reconcile_quietly("impostor") is None
+    assert api.writes() == []
+    if own_node is not None:  # the Machine's own Node is linked and written as ever, the copy beside it
+        api.touch(NODES, NODE, change={"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}})
+        assert reconciler.reconcile_quietly(NODE) is None
+        assert node_ref(api, NODE)["name"] == NODE and phase(api, NODE) == "Running"
+        assert api.object(NODES, NODE)["metadata"]["annotations"][keys.ANNOTATION_NODE_MACHINE] == f"{NS}/{NODE}"
+    assert not api.object(NODES, "impostor")["metadata"].get("annotations")
+
+
+def test_an_address_does_not_move_a_machine_off_a_node_that_is_still_there():
+    """Two Nodes report one InternalIP: the Machine stays linked to the Node it has. Once that Node is gone, the
+    address links the other, as MAO's nodelink would."""
+    reconciler, api = link_world(other_node("second"), linked_by_ip("m"))
+    api.seed(NODES, node(None))
+    assert reconciler.reconcile_quietly("second") is None
+    assert api.writes() == [] and node_ref(api, "m")["name"] == NODE
+    api.remove(NODES, NODE)
+    assert reconciler.reconcile_quietly("second") is None
+    assert node_ref(api, "m")["name"] == "second"
+
+
 def test_a_node_changed_since_the_cache_saw_it_is_a_requeue_not_an_error():
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID, labels={"a": "b"}))
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID, labels={"a": "b"}))
     api.freeze_cache(NODES)
     api.touch(NODES, NODE, change={"metadata": {"labels": {"kubelet": "heartbeat"}}})
     assert reconciler.reconcile_quietly(NODE) == Result(requeue=True)
@@ -342,7 +387,7 @@ def test_a_node_changed_since_the_cache_saw_it_is_a_requeue_not_an_error():
 
 
 def test_other_errors_are_not_swallowed():
-    reconciler, api = link_world(node(PID), machine("m", provider_id=PID))
+    reconciler, api = link_world(node(PID), machine(NODE, provider_id=PID))
     api.fail("PATCH", MACHINES, 500)
     with pytest.raises(Exception) as raised:
         reconciler.reconcile_quietly(NODE)
@@ -363,18 +408,18 @@ def linked_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeInstanceRecon
 
 def test_a_node_registered_after_its_machine_was_provisioned_gets_its_provider_id_and_link_in_one_write():
     reconciler, linker, api = linked_world(
-        node(None), machine("m", provider_id=PID, ip=IP, labels={"node-role.kubernetes.io/infra": ""},
+        node(None), machine(NODE, provider_id=PID, ip=IP, labels={"node-role.kubernetes.io/infra": ""},
                             taints=[{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]))
     assert reconciler.reconcile(NODE) is None
     n = api.object(NODES, NODE)
     assert n["spec"]["providerID"] == PID
-    assert n["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/m"}
+    assert n["metadata"]["annotations"] == {keys.ANNOTATION_NODE_MACHINE: f"{NS}/{NODE}"}
     assert n["metadata"]["labels"]["node-role.kubernetes.io/infra"] == ""
     assert n["spec"]["taints"] == [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
     assert len(api.writes(NODES)) == 1
     # nodelink, woken by that write, has only the Machine's status left to write.
     assert linker.reconcile_quietly(NODE) is None
-    assert node_ref(api, "m")["name"] == NODE and phase(api, "m") == "Running"
+    assert node_ref(api, NODE)["name"] == NODE and phase(api, NODE) == "Running"
     assert len(api.writes(NODES)) == 1
 
 
@@ -382,7 +427,8 @@ def test_a_node_registered_after_its_machine_was_provisioned_gets_its_provider_i
     [machine("m", ip=IP, phase="Provisioning")],  # not provisioned yet: nodelink links it later itself
     [machine("a", provider_id=PID), machine("b", provider_id=PID)],  # which is the Node's cannot be told
     [machine("old", provider_id=PID, deleting=True)],
-], ids=["no-provider-id-yet", "two-machines", "deleting"])
+    [machine("other-name", provider_id=PID)],  # not this Node's Machine: the name is the proof
+], ids=["no-provider-id-yet", "two-machines", "deleting", "another-name"])
 def test_without_one_machine_of_that_provider_id_only_the_provider_id_is_written(machines):
     reconciler, _, api = linked_world(node(None), *machines)
     assert reconciler.reconcile(NODE) is None
@@ -392,7 +438,7 @@ def test_without_one_machine_of_that_provider_id_only_the_provider_id_is_written
 
 def test_with_another_node_carrying_that_provider_id_only_the_provider_id_is_written():
     """A copied Node manifest: nodelink links neither Node, so neither gets the Machine's annotation here."""
-    reconciler, _, api = linked_world(node(None), machine("m", provider_id=PID))
+    reconciler, _, api = linked_world(node(None), machine(NODE, provider_id=PID))
     api.seed(NODES, {**node(PID), "metadata": {"name": "copy", "uid": "copy-uid"}})
     assert reconciler.reconcile(NODE) is None
     n = api.object(NODES, NODE)
@@ -401,7 +447,7 @@ def test_with_another_node_carrying_that_provider_id_only_the_provider_id_is_wri
 
 def test_a_node_changed_since_the_cache_saw_it_is_looked_at_again_before_its_provider_id_is_written():
     """Nodelink's part is guarded by the Node's resourceVersion (its taints replace the list)."""
-    reconciler, _, api = linked_world(node(None), machine("m", provider_id=PID))
+    reconciler, _, api = linked_world(node(None), machine(NODE, provider_id=PID))
     api.freeze_cache(NODES)
     api.touch(NODES, NODE, change={"metadata": {"labels": {"kubelet": "heartbeat"}}})
     assert reconciler.reconcile(NODE) == Result(requeue=True)

@@ -4,8 +4,10 @@ test_config_applied.py) makes its own."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +45,8 @@ class Cluster:
         self._restricted = restricted_kubeconfig
         self.kubectl_path = kubectl_path
         self._crds_applied = False
+        self._reader: kubernetes.client.ApiClient | None = None
+        self._reader_lock = threading.Lock()
 
     # --- kubeconfigs and clients --------------------------------------------------------------------
     def kubeconfig_for(self, user: str = "admin") -> Path:
@@ -74,6 +78,23 @@ class Cluster:
             client.set_default_header("Impersonate-User", self.RESTRICTED_USER)
             client.set_default_header("Impersonate-Group", ",".join(self.RESTRICTED_GROUPS))
         return client
+
+    def read(self, path: str) -> dict | None:
+        """The object at the API path `path`, read as admin; None when the server says 404. For the tests' polls of
+        one object: a kubectl process per poll cost `make test` about a third of its two cores (329 kubectl runs in
+        90 s, two thirds of them such reads; docs/architecture.md#the-test-bed). Unlike `kubectl get`, the object
+        keeps its managedFields."""
+        with self._reader_lock:
+            if self._reader is None:
+                self._reader = self.api_client()
+            client = self._reader
+        response = client.call_api(*client.param_serialize("GET", path, auth_settings=["BearerToken"]))
+        data = response.read()
+        if response.status == 404:
+            return None
+        if response.status >= 300:
+            raise AssertionError(f"GET {path}: {response.status} {data[:500]!r}")
+        return json.loads(data)
 
     def _is_impersonating(self) -> bool:
         return "as:" in self.kubeconfig_for("restricted").read_text()

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from api import keys
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
 from hack.mao_controllers import DROP_IN_CONTROLLERS, MaoControllers, install_openshift_config
@@ -94,8 +95,7 @@ class MachineEnv:
         return name
 
     def machine(self, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        r = self.cluster.kubectl("-n", namespace or self.namespace, "get", "machine", name, "-o", "json", check=False)
-        return json.loads(r.stdout) if r.returncode == 0 else None
+        return self.cluster.read(f"/apis/{keys.API_VERSION}/namespaces/{namespace or self.namespace}/machines/{name}")
 
     def wait_machine(self, name: str, predicate: Callable[[dict], bool], what: str, timeout: float = 60.0,
                      namespace: str | None = None, on_poll: Callable[[dict], None] | None = None) -> dict[str, Any]:

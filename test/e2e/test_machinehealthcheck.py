@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 from pathlib import Path
 
 import yaml
 
+from api import keys
 from api.remediation import API_VERSION
 from hack import ovirt_install
 from machines import DROP_IN, STANDALONE, both_modes, unique_name
@@ -43,9 +45,9 @@ def _mhc(menv, name: str, set_name: str, **spec) -> None:
 
 
 def _machines(menv, set_name: str) -> list[dict]:
-    out = menv.cluster.kubectl("-n", menv.namespace, "get", "machines", "-l",
-                               f"machine.openshift.io/cluster-api-machineset={set_name}", "-o", "json").stdout
-    return json.loads(out)["items"]
+    selector = urllib.parse.quote(f"{keys.LABEL_MACHINESET}={set_name}")
+    return menv.cluster.read(f"/apis/{keys.API_VERSION}/namespaces/{menv.namespace}/machines?labelSelector={selector}")[
+        "items"]
 
 
 def _running(menv, set_name: str, n: int) -> list[dict]:

@@ -38,8 +38,7 @@ def real_sim(cluster, real_node_images, tmp_path):
 
 
 def _node(cluster, name: str) -> dict | None:
-    r = cluster.kubectl("get", "node", name, "-o", "json", check=False)
-    return json.loads(r.stdout) if r.returncode == 0 else None
+    return cluster.read(f"/api/v1/nodes/{name}")
 
 
 def _ready_kubelet(cluster, name: str) -> dict | None:

@@ -33,7 +33,9 @@ def _running_machine(menv, **overrides) -> tuple[str, str, str]:
 
 
 def _node(menv, name: str) -> dict:
-    return json.loads(menv.cluster.kubectl("get", "node", name, "-o", "json").stdout)
+    node = menv.cluster.read(f"/api/v1/nodes/{name}")
+    assert node is not None, f"no Node {name}"
+    return node
 
 
 def _ready(node: dict) -> str | None:
@@ -82,9 +84,7 @@ def _request(menv, machine: str, **spec) -> None:
 
 
 def _remediation(menv, name: str) -> dict | None:
-    r = menv.cluster.kubectl("-n", menv.namespace, "get", "ovirtremediation", name, "-o", "json",
-                             "--show-managed-fields", check=False)
-    return json.loads(r.stdout) if r.returncode == 0 else None
+    return menv.cluster.read(f"/apis/{API_VERSION}/namespaces/{menv.namespace}/ovirtremediations/{name}")
 
 
 def _phase(menv, name: str) -> str | None:

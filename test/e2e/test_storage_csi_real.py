@@ -49,18 +49,17 @@ BED_LABEL = "e2e.ovirt.org/csi-real-bed"  # on the Nodes of the bed's Machines, 
 
 
 def _real_node_ready(cluster, name: str) -> dict | None:
-    r = cluster.kubectl("get", "node", name, "-o", "json", check=False)
-    if r.returncode != 0:
+    node = cluster.read(f"/api/v1/nodes/{name}")
+    if node is None:
         return None
-    node = json.loads(r.stdout)
     ready = [c for c in node["status"].get("conditions", []) if c["type"] == "Ready"]
     real = node["status"].get("nodeInfo", {}).get("containerRuntimeVersion", "").startswith("containerd://")
     return node if real and ready and ready[0]["status"] == "True" else None
 
 
 def _csinode_drivers(cluster, name: str) -> list[dict]:
-    r = cluster.kubectl("get", "csinode", name, "-o", "json", check=False)
-    return json.loads(r.stdout)["spec"].get("drivers") or [] if r.returncode == 0 else []
+    csinode = cluster.read(f"/apis/storage.k8s.io/v1/csinodes/{name}")
+    return (csinode["spec"].get("drivers") or []) if csinode is not None else []
 
 
 class Bed:

@@ -81,9 +81,8 @@ class Cluster:
 
     def read(self, path: str) -> dict | None:
         """The object at the API path `path`, read as admin; None when the server says 404. For the tests' polls of
-        one object: a kubectl process per poll cost `make test` about a third of its two cores (329 kubectl runs in
-        90 s, two thirds of them such reads; docs/architecture.md#the-test-bed). Unlike `kubectl get`, the object
-        keeps its managedFields."""
+        one object, which started a kubectl process each (docs/architecture.md#the-test-bed). Unlike `kubectl get`,
+        the object keeps its managedFields."""
         with self._reader_lock:
             if self._reader is None:
                 self._reader = self.api_client()

@@ -14,7 +14,7 @@ from api.machine import MachinePhase
 from api.meta import format_time, now, parse_time
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.informer import Informer, Store
-from machine_controller.runtime.kube import Rest, is_conflict, object_key
+from machine_controller.runtime.kube import Rest, is_conflict, object_key, split_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
@@ -146,7 +146,7 @@ class NodeLinkReconciler:
         Node by its providerID or its InternalIP: nodelink then decides, as it does today."""
         def live(nodes: Iterable[dict]) -> list[dict]:
             return [n for n in nodes if not n["metadata"].get("deletionTimestamp")]
-        machine_name = machine_key.rpartition("/")[2]
+        _, machine_name = split_key(machine_key)
         nodes = [n for n in live(self._nodes.by_index(INDEX_PROVIDER_ID, provider_id) if provider_id else [])
                  if n["metadata"]["name"] == machine_name]  # of another name, not the Machine's (`machine_for`)
         if not nodes:

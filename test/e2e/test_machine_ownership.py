@@ -129,7 +129,8 @@ def test_a_node_whose_provider_id_names_another_vm_is_warned_and_left_alone(menv
         # not A's Node. A's own Node, linked by its address a moment before its providerID came, stays linked and
         # gets nodelink's part beside the impostor.
         def annotation(node_name: str) -> str | None:
-            got = json.loads(menv.cluster.kubectl("get", "node", node_name, "-o", "json").stdout)
+            got = menv.cluster.read(f"/api/v1/nodes/{node_name}")
+            assert got is not None, f"no Node {node_name}"
             return (got["metadata"].get("annotations") or {}).get(keys.ANNOTATION_NODE_MACHINE)
 
         assert wait_until(lambda: annotation(a) == f"{menv.namespace}/{a}", timeout=30, interval=0.5)

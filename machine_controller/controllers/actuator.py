@@ -163,5 +163,8 @@ class PowerControl(Protocol):
     def power_off(self, provider_id: str, name: str) -> None:
         """Hard power-off (not a guest shutdown)."""
 
+    def power_off_under_way(self, provider_id: str, name: str) -> bool:
+        """Whether a power-off sent earlier is still being carried out (the cloud took it and has not ended it)."""
+
     def power_on(self, provider_id: str, name: str) -> None:
         """Start the instance; never while a power-off sent earlier could still land after the start."""

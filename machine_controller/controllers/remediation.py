@@ -63,10 +63,11 @@ class RemediationTiming:
     slot_recheck_s: float = 5.0  # waiting for a power slot
     storage_release_timeout_s: float = 300.0  # the VM is off whatever happens; do not wait for ever
     refused_cap_s: float = 60.0  # the longest pause before an action the engine refused is sent again
-    # The engine answers a start once the VM has left `down` (wait_for_launch: the run request went to its host), so
-    # a start it took shows at once; one recorded this long ago with the VM still down never reached it (a
-    # controller killed between recording and sending it) and is sent again (docs/fencing.md, "Crash safe").
-    start_shows_s: float = 10.0
+    # A power action the engine took shows within seconds. It answers a start once the VM has left `down`
+    # (wait_for_launch: the run request went to its host); a stop holds a job of ours `started` until the VM is
+    # down. One recorded this long ago that shows neither never reached the engine (a controller killed between
+    # recording and sending it) and is sent again (docs/fencing.md, "Crash safe").
+    action_shows_s: float = 10.0
     max_concurrent_power: int = 3
 
 
@@ -209,11 +210,18 @@ class RemediationReconciler:
         requested = _time(rem.status.power_off_requested)
         timeout = rem.spec.power_off_timeout_seconds
         if requested is not None:
-            # A stop was sent (maybe just before a restart, its answer lost): give it time to show before another.
-            if self._elapsed(requested) < timeout:
-                return Result(requeue_after=self._timing.poll_s)
-            self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the stop; "
-                                                      "sending it again")
+            # A stop was recorded (maybe just before a restart, its answer lost). One the engine took is given the
+            # timeout before another; one that never reached it is sent again once that is clear.
+            waited = self._elapsed(requested)
+            if waited < timeout:
+                if self._stop_may_show(power, target, waited):
+                    return Result(requeue_after=self._timing.poll_s)
+                self._events.warning(obj, "PowerOffLost", f"the VM is still {power.detail} {waited:.0f}s after the "
+                                                          "stop was recorded and oVirt has no stop of ours under way: "
+                                                          "it never reached oVirt; sending it")
+            else:
+                self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the "
+                                                          "stop; sending it again")
         elif power.state == PowerState.STOPPING:
             self._write(obj, rem, power_off_requested=self._stamp(), message="the VM is powering down")
             return Result(requeue_after=self._timing.poll_s)
@@ -232,6 +240,12 @@ class RemediationReconciler:
                 return Result(requeue_after=self._timing.slot_recheck_s)
             self._metrics.cycles.labels(rem.metadata.namespace).inc()
         return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused")
+
+    def _stop_may_show(self, power: Power, target: _Target, waited: float) -> bool:
+        """Whether a stop recorded `waited` seconds ago may still be the engine's to carry out: it is too recent to
+        show, the VM is powering down, or the engine has a stop of ours under way."""
+        return (waited < self._timing.action_shows_s or power.state == PowerState.STOPPING
+                or self._power.power_off_under_way(target.provider_id, target.vm_name))
 
     def _releasing_storage(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
         power = self._read_power(obj, rem, target)
@@ -294,7 +308,7 @@ class RemediationReconciler:
             return self._cycle_failed(obj, rem, target, self._elapsed(since),
                                       f"the engine has not started the VM of node {target.node_name} in {timeout}s")
         requested = _time(rem.status.power_on_requested)
-        if requested is not None and self._elapsed(requested) < self._timing.start_shows_s:
+        if requested is not None and self._elapsed(requested) < self._timing.action_shows_s:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
         return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
 

@@ -78,6 +78,9 @@ class OvirtPower:
             return
         self._client.stop_vm(vm_id, correlation_id=_correlation(_STOP, vm_id))
 
+    def power_off_under_way(self, provider_id: str, name: str) -> bool:
+        return self._running_job(_STOP, self._existing(provider_id, name)) is not None
+
     def power_on(self, provider_id: str, name: str) -> None:
         vm_id = self._existing(provider_id, name)
         stopping = self._running_job(_STOP, vm_id)

@@ -423,6 +423,35 @@ def test_timeout_runs_from_the_power_on_not_from_the_storage_release(renv):
     assert _ready(_node(menv, node)) == "True"
 
 
+def test_a_stop_recorded_by_a_controller_killed_before_sending_it_is_sent_by_the_next(renv):
+    """A controller records its intent to stop the VM, then dies before the request leaves (the window of the
+    PoweringOff kill case): the next controller finds the stop recorded, the VM still up and no stop of ours under
+    way at the engine. It sends the stop once it is clear the engine never took it, not after
+    powerOffTimeoutSeconds (120 s by default), and says so."""
+    menv = renv
+    proc = menv.controller()
+    name, vm_id, node = _running_machine(menv)
+    menv.sim.control.pause_vm(vm_id)
+    _not_ready(menv, node)
+    proc.kill()
+    stops, starts = _counts(menv, vm_id)
+    _request(menv, name)
+    # What the killed controller leaves when it dies between recording the stop and sending it.
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    status = {"phase": "PoweringOff", "retryCount": 1, "vmId": vm_id, "nodeName": node, "lastRemediated": stamp,
+              "powerOffRequested": stamp, "message": "stop sent"}
+    menv.cluster.kubectl("-n", menv.namespace, "patch", "ovirtremediation", name, "--subresource=status",
+                         "--type=merge", "-p", json.dumps({"status": status}))
+
+    menv.controller()
+    _wait(lambda: _counts(menv, vm_id)[0] == stops + 1, "the stop sent by the next controller", 60, menv)
+    _wait(lambda: _phase(menv, name) in ("Succeeded", "Failed"), "remediation ended", 90, menv)
+    assert _phase(menv, name) == "Succeeded", _state(menv)
+    assert _counts(menv, vm_id) == (stops + 1, starts + 1)
+    assert _ready(_node(menv, node)) == "True"
+    assert _events(menv, name, "PowerOffLost")
+
+
 def test_a_start_recorded_by_a_controller_killed_before_sending_it_is_sent_by_the_next(renv):
     """A controller records its intent to start the VM, then dies before the request leaves (the window of the
     PoweringOn kill case): the next controller finds the start recorded, the VM still down and nothing at the

@@ -63,11 +63,13 @@ def test_a_stop_answered_after_the_timeout_is_one_request_and_is_not_sent_again_
     power = OvirtPower(client)
     pid = f"ovirt://{vm_id}"
     sim.control.slow(f"/vms/{vm_id}/stop", 4 * TIMEOUT_S)
+    assert not power.power_off_under_way(pid, "w0")
 
     with pytest.raises(TransientError) as lost:
         power.power_off(pid, "w0")
     assert not isinstance(lost.value, ActionRefused)  # a lost answer: the stop may have happened
     assert _sent(sim, STOP) == 1
+    assert power.power_off_under_way(pid, "w0")
     power.power_off(pid, "w0")  # the engine's job says the stop is under way: nothing more is sent
     assert _sent(sim, STOP) == 1
     with pytest.raises(ActionPending):  # a start now would be undone when the stop lands
@@ -76,6 +78,7 @@ def test_a_stop_answered_after_the_timeout_is_one_request_and_is_not_sent_again_
 
     _until(lambda: power.power(pid, "w0").state == PowerState.OFF)
     _until(lambda: not any(j.status == types.JobStatus.STARTED for j in client.jobs(f"off-{vm_id.replace('-', '')}")))
+    assert not power.power_off_under_way(pid, "w0")  # ended: a VM up now was started since, and is stopped again
     power.power_on(pid, "w0")
     assert (_sent(sim, STOP), _sent(sim, START)) == (1, 2)
 
@@ -96,6 +99,8 @@ def test_a_job_left_started_long_ago_does_not_hold_power_actions_back(engine):
     with pytest.raises(TransientError):
         OvirtPower(client).power_off(f"ovirt://{vm_id}", "w0")
     later = OvirtPower(client, clock=lambda: dt.datetime.now(dt.UTC) + dt.timedelta(minutes=11))
+    assert OvirtPower(client).power_off_under_way(f"ovirt://{vm_id}", "w0")
+    assert not later.power_off_under_way(f"ovirt://{vm_id}", "w0")
     later.power_off(f"ovirt://{vm_id}", "w0")
     assert _sent(sim, STOP) == 2
 
@@ -104,7 +109,7 @@ def test_a_vm_that_bears_another_name_is_neither_read_nor_sent_anything(engine):
     sim, client, vm_id = engine
     power = OvirtPower(client)
     stops, starts = _sent(sim, STOP), _sent(sim, START)
-    for call in (power.power, power.power_off, power.power_on):
+    for call in (power.power, power.power_off, power.power_off_under_way, power.power_on):
         with pytest.raises(InstanceNotOwned) as refused:
             call(f"ovirt://{vm_id}", "w1")
         assert vm_id in str(refused.value) and "'w0'" in str(refused.value) and "'w1'" in str(refused.value)

@@ -75,12 +75,13 @@ def kube_proxy(cluster: Cluster) -> Iterator[None]:
 
 @pytest.fixture
 def namespace(cluster: Cluster, request) -> Iterator[str]:
-    """A fresh namespace for one test, deleted afterwards (without waiting for it to finish terminating)."""
+    """A fresh namespace for one test, deleted afterwards (without waiting for it to finish terminating; the
+    finalizers the stopped controllers would have removed go first, `Cluster.delete_namespace`)."""
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"e2e-{stem}-{uuid.uuid4().hex[:5]}"
     cluster.kubectl("create", "namespace", name)
     yield name
-    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    cluster.delete_namespace(name)
 
 
 

@@ -24,6 +24,9 @@ CRD_NAMES = (
     "machinesets.machine.openshift.io",
     "machinehealthchecks.machine.openshift.io",
 )
+# The kinds whose objects the project's controllers hold with a finalizer (api/keys.py, api/remediation.py).
+FINALIZED = ("/apis/machine.openshift.io/v1beta1/namespaces/{ns}/machines",
+             "/apis/remediation.ovirt.org/v1alpha1/namespaces/{ns}/ovirtremediations")
 
 
 class Cluster:
@@ -83,17 +86,36 @@ class Cluster:
         """The object at the API path `path`, read as admin; None when the server says 404. For the tests' polls of
         one object, which started a kubectl process each (docs/architecture.md#the-test-bed). Unlike `kubectl get`,
         the object keeps its managedFields."""
+        return self._call("GET", path)
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict | None:
+        """One request as admin over a pooled connection: the answer's object, None on 404."""
         with self._reader_lock:
             if self._reader is None:
                 self._reader = self.api_client()
             client = self._reader
-        response = client.call_api(*client.param_serialize("GET", path, auth_settings=["BearerToken"]))
+        headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else None
+        response = client.call_api(*client.param_serialize(method, path, header_params=headers, body=body,
+                                                           auth_settings=["BearerToken"]))
         data = response.read()
         if response.status == 404:
             return None
         if response.status >= 300:
-            raise AssertionError(f"GET {path}: {response.status} {data[:500]!r}")
+            raise AssertionError(f"{method} {path}: {response.status} {data[:500]!r}")
         return json.loads(data)
+
+    def delete_namespace(self, name: str) -> None:
+        """Delete a test's namespace without waiting, once its controllers are stopped: the finalizers they would
+        have removed go first. Left on, they kept the namespace `Terminating` for the rest of the session, and
+        kube-controller-manager's namespace controller went back to each such namespace every few seconds, listing
+        and deleting every resource type in it each time (docs/architecture.md#the-test-bed)."""
+        for kind in FINALIZED:
+            items = (self._call("GET", kind.format(ns=name)) or {}).get("items", [])
+            for obj in items:
+                if obj["metadata"].get("finalizers"):
+                    self._call("PATCH", f"{kind.format(ns=name)}/{obj['metadata']['name']}",
+                               {"metadata": {"finalizers": None}})
+        self._call("DELETE", f"/api/v1/namespaces/{name}")
 
     def _is_impersonating(self) -> bool:
         return "as:" in self.kubeconfig_for("restricted").read_text()

@@ -64,7 +64,7 @@ def secure(cluster, tmp_path_factory):
     finally:
         proc.stop()
         unbind(cluster, bound)
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.delete_namespace(namespace)
 
 
 def test_metrics_answer_by_token_review_and_subject_access_review(cluster, secure):

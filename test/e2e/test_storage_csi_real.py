@@ -123,7 +123,7 @@ def bed(cluster, ovirt, real_node_images, kube_proxy, tmp_path_factory) -> Itera
         menv.stop_controllers()
         cluster.kubectl("delete", "-f", "-", "--ignore-not-found", "--wait=false", input=yaml.safe_dump_all(docs),
                         check=False)
-        cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        cluster.delete_namespace(namespace)
         conn.close()
         assert gone, f"Machines of {set_name} left after the bed: {menv.controller_logs()}"
 

@@ -79,7 +79,7 @@ def namespace(cluster: Cluster, request) -> Iterator[str]:
     finalizers the stopped controllers would have removed go first, `Cluster.delete_namespace`)."""
     stem = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
     name = f"e2e-{stem}-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl("create", "namespace", name)
+    cluster.create_namespace(name)
     yield name
     cluster.delete_namespace(name)
 

@@ -48,7 +48,7 @@ def secure(cluster, tmp_path_factory):
     """One controller with protected metrics for the module (starting one costs seconds), in a namespace of its own,
     running as a ServiceAccount bound to the shipped `manager`, `ovirt-nodes` and `metrics-auth` groups only."""
     namespace = f"e2e-metrics-auth-{uuid.uuid4().hex[:5]}"
-    cluster.kubectl("create", "namespace", namespace)
+    cluster.create_namespace(namespace)
     tmp = tmp_path_factory.mktemp("metrics-auth")
     bound = bind_groups(cluster, ("manager", "ovirt-nodes", "metrics-auth"), namespace, "controller")
     kubeconfig = token_kubeconfig(cluster, namespace, "controller", tmp / "controller.kubeconfig")

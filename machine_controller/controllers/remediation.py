@@ -209,20 +209,15 @@ class RemediationReconciler:
             return None
         requested = _time(rem.status.power_off_requested)
         timeout = rem.spec.power_off_timeout_seconds
-        if requested is not None:
-            # A stop was recorded (maybe just before a restart, its answer lost). One the engine took is given the
-            # timeout before another; one that never reached it is sent again once that is clear.
-            waited = self._elapsed(requested)
-            if waited < timeout:
-                if self._stop_may_show(power, target, waited):
-                    return Result(requeue_after=self._timing.poll_s)
-                self._events.warning(obj, "PowerOffLost", f"the VM is still {power.detail} {waited:.0f}s after the "
-                                                          "stop was recorded and oVirt has no stop of ours under way: "
-                                                          "it never reached oVirt; sending it")
-            else:
-                self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the "
-                                                          "stop; sending it again")
-        elif power.state == PowerState.STOPPING:
+        # A stop recorded (maybe just before a restart, its answer lost) that the engine took is given the timeout
+        # before another; one that never reached it is sent again once that is clear, as a first stop is.
+        waited = None if requested is None else self._elapsed(requested)
+        if waited is not None and waited >= timeout:
+            self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the stop; "
+                                                      "sending it again")
+        elif waited is not None and self._stop_may_show(power, target, waited):
+            return Result(requeue_after=self._timing.poll_s)
+        elif waited is None and power.state == PowerState.STOPPING:
             self._write(obj, rem, power_off_requested=self._stamp(), message="the VM is powering down")
             return Result(requeue_after=self._timing.poll_s)
         else:
@@ -234,11 +229,16 @@ class RemediationReconciler:
             reconnecting = self._reconnecting(obj, rem, target)
             if reconnecting is not None:
                 return reconnecting
-            busy = self._power_slots_taken(obj)
-            if busy >= self._timing.max_concurrent_power:
-                self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
-                return Result(requeue_after=self._timing.slot_recheck_s)
-            self._metrics.cycles.labels(rem.metadata.namespace).inc()
+            if waited is not None:  # its power slot and its cycle were taken when it was recorded
+                self._events.warning(obj, "PowerOffLost", f"the VM is still {power.detail} {waited:.0f}s after the "
+                                                          "stop was recorded and oVirt has no stop of ours under way: "
+                                                          "it never reached oVirt; sending it")
+            else:
+                busy = self._power_slots_taken(obj)
+                if busy >= self._timing.max_concurrent_power:
+                    self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
+                    return Result(requeue_after=self._timing.slot_recheck_s)
+                self._metrics.cycles.labels(rem.metadata.namespace).inc()
         return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused")
 
     def _stop_may_show(self, power: Power, target: _Target, waited: float) -> bool:

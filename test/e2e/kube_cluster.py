@@ -48,8 +48,8 @@ class Cluster:
         self._restricted = restricted_kubeconfig
         self.kubectl_path = kubectl_path
         self._crds_applied = False
-        self._reader: kubernetes.client.ApiClient | None = None
-        self._reader_lock = threading.Lock()
+        self._admin: kubernetes.client.ApiClient | None = None
+        self._admin_lock = threading.Lock()
 
     # --- kubeconfigs and clients --------------------------------------------------------------------
     def kubeconfig_for(self, user: str = "admin") -> Path:
@@ -90,10 +90,10 @@ class Cluster:
 
     def _call(self, method: str, path: str, body: dict | None = None, none_on: int = 404) -> dict | None:
         """One request as admin over a pooled connection: the answer's object, None on `none_on` (404: gone)."""
-        with self._reader_lock:
-            if self._reader is None:
-                self._reader = self.api_client()
-            client = self._reader
+        with self._admin_lock:
+            if self._admin is None:
+                self._admin = self.api_client()
+            client = self._admin
         headers = {"Content-Type": "application/merge-patch+json"} if method == "PATCH" else None
         response = client.call_api(*client.param_serialize(method, path, header_params=headers, body=body,
                                                            auth_settings=["BearerToken"]))

@@ -88,8 +88,9 @@ class Cluster:
         the object keeps its managedFields."""
         return self._call("GET", path)
 
-    def _call(self, method: str, path: str, body: dict | None = None, none_on: int = 404) -> dict | None:
-        """One request as admin over a pooled connection: the answer's object, None on `none_on` (404: gone)."""
+    def _call(self, method: str, path: str, body: dict | None = None, none_on: int | None = 404) -> dict | None:
+        """One request as admin over a pooled connection: the answer's object, None when the server answers
+        `none_on` (404: gone); any other status from 300 up fails."""
         with self._admin_lock:
             if self._admin is None:
                 self._admin = self.api_client()
@@ -110,11 +111,10 @@ class Cluster:
         kube-controller-manager's namespace controller went back to each such namespace every few seconds, listing
         and deleting every resource type in it each time (docs/architecture.md#the-test-bed)."""
         for kind in FINALIZED:
-            items = (self._call("GET", kind.format(ns=name)) or {}).get("items", [])
-            for obj in items:
+            collection = kind.format(ns=name)
+            for obj in (self._call("GET", collection) or {}).get("items", []):
                 if obj["metadata"].get("finalizers"):
-                    self._call("PATCH", f"{kind.format(ns=name)}/{obj['metadata']['name']}",
-                               {"metadata": {"finalizers": None}})
+                    self._call("PATCH", f"{collection}/{obj['metadata']['name']}", {"metadata": {"finalizers": None}})
         self._call("DELETE", f"/api/v1/namespaces/{name}")
 
     def _is_impersonating(self) -> bool:
@@ -152,7 +152,7 @@ class Cluster:
     def create_namespace(self, name: str, exist_ok: bool = False) -> None:
         """Over the API: a test's set-up starts no kubectl for it. An existing one is an error unless `exist_ok`."""
         self._call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-                   none_on=409 if exist_ok else 404)
+                   none_on=409 if exist_ok else None)
 
     def ensure_namespace(self, name: str) -> None:
         self.create_namespace(name, exist_ok=True)

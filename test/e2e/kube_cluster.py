@@ -149,10 +149,17 @@ class Cluster:
                 raise TimeoutError(f"{group_version} not discoverable after {timeout}s")
             time.sleep(0.2)
 
-    def create_namespace(self, name: str, exist_ok: bool = False) -> None:
-        """Over the API: a test's set-up starts no kubectl for it. An existing one is an error unless `exist_ok`."""
+    def create_namespace(self, name: str, exist_ok: bool = False, timeout: float = 30) -> None:
+        """Over the API: a test's set-up starts no kubectl for it. An existing one is an error unless `exist_ok`.
+        Returns once kube-controller-manager has made the namespace's `default` ServiceAccount: the API server
+        refuses pods that name an account it cannot find, and a test's first pod can come a moment after."""
         self._call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                    none_on=409 if exist_ok else None)
+        deadline = time.monotonic() + timeout
+        while self.read(f"/api/v1/namespaces/{name}/serviceaccounts/default") is None:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no ServiceAccount default in namespace {name} after {timeout}s")
+            time.sleep(0.05)
 
     def ensure_namespace(self, name: str) -> None:
         self.create_namespace(name, exist_ok=True)

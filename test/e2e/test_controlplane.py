@@ -35,9 +35,9 @@ def test_restricted_identity_has_only_what_rbac_grants(cluster, namespace):
 
 
 def test_controller_manager_runs_its_controllers(cluster, namespace):
-    # The serviceaccount controller of kube-controller-manager creates `default` in every new namespace.
-    cluster.kubectl("-n", namespace, "wait", "--for=jsonpath={.metadata.name}=default",
-                    "serviceaccount/default", "--timeout=60s")
+    # The serviceaccount controller of kube-controller-manager creates `default` in every new namespace. A wait on a
+    # condition fails at once while the object is not there yet: wait for its creation.
+    cluster.kubectl("-n", namespace, "wait", "--for=create", "serviceaccount/default", "--timeout=60s")
 
 
 @local_only

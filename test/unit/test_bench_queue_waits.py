@@ -1,10 +1,12 @@
-"""hack/bench/machines.py: the passes and queue waits it prints are read from the controller's own metrics, as a
-real work queue and controller export them."""
+"""hack/bench/machines.py: the passes, queue waits and Kubernetes requests it prints are read from the controller's
+own metrics, as a real work queue, controller and request counter export them."""
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from hack.bench.machines import _controller_totals, _mean_waits, _passes
+from hack.bench.machines import _controller_totals, _mean_waits, _passes, _requests
+from machine_controller.runtime import rest_metrics
 from machine_controller.runtime.controller import Controller
+from machine_controller.runtime.metrics import family
 from machine_controller.runtime.workqueue import WorkQueue
 
 
@@ -41,3 +43,18 @@ def test_passes_and_mean_waits_are_told_apart_by_controller_and_taken_between_tw
     assert list(waits) == ["machine", "nodelink"]  # longest first
     assert abs(waits["machine"] - 4.0) < 1e-6 and abs(waits["nodelink"] - 3.0) < 1e-6
     assert _passes(after - before) == {"machine": 2, "nodelink": 1}
+
+
+def test_kubernetes_requests_are_counted_by_method_between_two_readings_whatever_their_answer():
+    registry = CollectorRegistry()
+    counted = family(registry, "rest_client_requests", rest_metrics._requests)
+    ctl = Exported(registry)
+    counted.labels("200", "PATCH").inc(5)
+    before = _controller_totals(ctl)
+    counted.labels("200", "PATCH").inc(3)
+    counted.labels("409", "PATCH").inc()
+    counted.labels(rest_metrics.NO_ANSWER, "GET").inc(2)
+    counted.labels("201", "POST").inc()
+    after = _controller_totals(ctl)
+    assert _requests(after - before) == {"PATCH": 4, "GET": 2, "POST": 1}
+    assert _passes(after - before) == {}

@@ -9,8 +9,9 @@ and booted by a bare-SDK script with the best concurrency, on the same simulator
 endpoint; the controller process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its
 caches; the controller runs with the product's dependencies only, as the image has them:
 hack/bench/product_venv.py); how busy the machine was and each process's share of its cores (API server, etcd,
-simulator, controller compete for two cores: hack/bench/procstat.py); the Kubernetes API writes per Machine by verb,
-resource and answer code, events included (the API server's audit log, hack/bench/audit.py). Then it deletes the
+simulator, controller compete for two cores: hack/bench/procstat.py); the controller's Kubernetes API requests per
+Machine by method, reads included (its own `rest_client_requests_total`); the Kubernetes API writes per Machine by
+verb, resource and answer code, events included (the API server's audit log, hack/bench/audit.py). Then it deletes the
 Machines and reports the same for deletion. `--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples
 the controller and the simulator during each creation and deletion (hack/bench/pyspy.py); both need
 `make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with `kubectl scale` and counts the oVirt

@@ -463,7 +463,8 @@ def main() -> int:
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_by_endpoint"].items())
             print(f"  N={r['n']} {what} oVirt requests per Machine by endpoint: {parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_requests"].items())
-            print(f"  N={r['n']} {what} Kubernetes API requests per Machine by method (the controller's count): {parts}")
+            print(f"  N={r['n']} {what} Kubernetes API requests per Machine by method (the controller's count): "
+                  f"{parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())
             print(f"  N={r['n']} {what} Kubernetes API writes per Machine (verb resource code): {parts}")
         for (phase, who), profile in r["profiles"].items():

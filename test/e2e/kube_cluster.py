@@ -17,6 +17,7 @@ import yaml
 from hack.controlplane import certs
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
+from machine_controller.runtime.testing import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_NAMES = (
@@ -155,11 +156,9 @@ class Cluster:
         refuses pods that name an account it cannot find, and a test's first pod can come a moment after."""
         self._call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
                    none_on=409 if exist_ok else None)
-        deadline = time.monotonic() + timeout
-        while self.read(f"/api/v1/namespaces/{name}/serviceaccounts/default") is None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no ServiceAccount default in namespace {name} after {timeout}s")
-            time.sleep(0.05)
+        account = f"/api/v1/namespaces/{name}/serviceaccounts/default"
+        if not wait_until(lambda: self.read(account) is not None, timeout, interval=0.05):
+            raise TimeoutError(f"no ServiceAccount default in namespace {name} after {timeout}s")
 
     def ensure_namespace(self, name: str) -> None:
         self.create_namespace(name, exist_ok=True)

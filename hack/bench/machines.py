@@ -236,10 +236,10 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
             "create_cpu": create_cpu, "delete_cpu": delete_cpu,
-            "create_requests": _per_machine(_requests(totals1 - totals0), n),
-            "delete_requests": _per_machine(_requests(totals2 - totals1), n),
-            "create_passes": _per_machine(_passes(totals1 - totals0), n),
-            "delete_passes": _per_machine(_passes(totals2 - totals1), n),
+            "create_requests": _per_machine(_of(totals1 - totals0, "requests"), n),
+            "delete_requests": _per_machine(_of(totals2 - totals1, "requests"), n),
+            "create_passes": _per_machine(_of(totals1 - totals0, "passes"), n),
+            "delete_passes": _per_machine(_of(totals2 - totals1, "passes"), n),
             "create_waits": _mean_waits(totals1 - totals0), "delete_waits": _mean_waits(totals2 - totals1),
             "create_lists": _lists(totals1 - totals0), "delete_lists": _lists(totals2 - totals1),
             "profiles": {(phase, who): summary(spy_dir / f"profile-{n}-{phase}-{who}.txt")
@@ -281,14 +281,10 @@ def _lists(totals: Counter[tuple[str, str]]) -> str:
     return f"{n:.0f}, {totals['listed_s', 'cluster_vms'] / n:.2f} s each on average" if n else "none"
 
 
-def _passes(totals: Counter[tuple[str, str]]) -> dict[str, float]:
-    return {name: v for (what, name), v in totals.items() if what == "passes"}
-
-
-def _requests(totals: Counter[tuple[str, str]]) -> dict[str, float]:
-    """The controller's Kubernetes API requests by method: reads and watches too, which the audit log's
-    count of writes leaves out (`rest_client_requests_total`, counted where every request leaves the client)."""
-    return {method: v for (what, method), v in totals.items() if what == "requests"}
+def _of(totals: Counter[tuple[str, str]], what: str) -> dict[str, float]:
+    """One kind of `_controller_totals` by its second key: "passes" by controller; "requests" (the Kubernetes API
+    requests, reads and watches too, which the audit log's count of writes leaves out) by method."""
+    return {key: v for (kind, key), v in totals.items() if kind == what}
 
 
 def _mean_waits(totals: Counter[tuple[str, str]]) -> dict[str, float]:

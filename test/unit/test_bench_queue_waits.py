@@ -3,7 +3,7 @@ own metrics, as a real work queue, controller and request counter export them.""
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from hack.bench.machines import _controller_totals, _mean_waits, _passes, _requests
+from hack.bench.machines import _controller_totals, _mean_waits, _of
 from machine_controller.runtime import rest_metrics
 from machine_controller.runtime.controller import Controller
 from machine_controller.runtime.metrics import family
@@ -42,7 +42,7 @@ def test_passes_and_mean_waits_are_told_apart_by_controller_and_taken_between_tw
     waits = _mean_waits(after - before)
     assert list(waits) == ["machine", "nodelink"]  # longest first
     assert abs(waits["machine"] - 4.0) < 1e-6 and abs(waits["nodelink"] - 3.0) < 1e-6
-    assert _passes(after - before) == {"machine": 2, "nodelink": 1}
+    assert _of(after - before, "passes") == {"machine": 2, "nodelink": 1}
 
 
 def test_kubernetes_requests_are_counted_by_method_between_two_readings_whatever_their_answer():
@@ -56,5 +56,5 @@ def test_kubernetes_requests_are_counted_by_method_between_two_readings_whatever
     counted.labels(rest_metrics.NO_ANSWER, "GET").inc(2)
     counted.labels("201", "POST").inc()
     after = _controller_totals(ctl)
-    assert _requests(after - before) == {"PATCH": 4, "GET": 2, "POST": 1}
-    assert _passes(after - before) == {}
+    assert _of(after - before, "requests") == {"PATCH": 4, "GET": 2, "POST": 1}
+    assert _of(after - before, "passes") == {}

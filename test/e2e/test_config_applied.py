@@ -63,7 +63,7 @@ class Deployed:
 
 def _kustomize_overlay(directory: Path) -> Path:
     """What `kustomize edit set image ovirt-machine-controller=ovirt-machine-controller:e2e` writes in an overlay of
-    config/ (README, "Deploying to a cluster")."""
+    config/ (README, "Deploying")."""
     directory.mkdir(parents=True)
     name, _, tag = IMAGE.partition(":")
     (directory / "kustomization.yaml").write_text(yaml.safe_dump({

@@ -116,7 +116,7 @@ def from_mao_args(argv: list[str]) -> list[str]:
         elif name == "--namespace" and eq:
             # MAO's own namespace (its pod's): the Go provider's Lease is in its pod's namespace, and the
             # credentials secret is there on OpenShift (openshift-machine-api); so both follow MAO wherever it runs
-            # (docs/compatibility.md#the-operator-at-release-413).
+            # (docs/compatibility.md#deployment-on-openshift).
             out += [arg, f"--leader-election-namespace={value}", f"--credentials-namespace={value}"]
         else:
             out.append(arg)

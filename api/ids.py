@@ -11,12 +11,19 @@ from __future__ import annotations
 import re
 
 PROVIDER_ID_PREFIX = "ovirt://"
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# The form of an engine id, as a whole-string pattern that Python's re and CEL's RE2 (the admission policy,
+# hack/gen_admission.py) read alike.
+OVIRT_ID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+_UUID = re.compile(OVIRT_ID_PATTERN)
+# What a message shows as the form an id must have.
+OVIRT_ID_EXAMPLE = "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b"
+NOT_AN_OVIRT_ID = f"must be an oVirt ID, a UUID such as {OVIRT_ID_EXAMPLE}"
 
 
 def is_ovirt_id(value: str | None) -> bool:
-    """An engine id: a UUID, in its canonical 8-4-4-4-12 form."""
-    return bool(_UUID.match(value or ""))
+    """An engine id: a UUID, in its canonical 8-4-4-4-12 form. The whole string (`fullmatch`: with `match`, the
+    pattern's `$` would take a trailing newline too)."""
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
 
 
 def provider_id(vm_id: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import yaml
 
@@ -111,6 +111,16 @@ class OvirtMachineProviderSpec(JSONObject):
     @property
     def auto_pinning_enabled(self) -> bool:
         return self.auto_pinning_policy not in ("", AutoPinningPolicy.NONE)
+
+    def ids(self) -> Iterator[tuple[str, str]]:
+        """(field path under the provider spec, value) of every field that names an engine object by its id, set
+        or not: what goes into the engine's URL paths, which must be a UUID (api/ids.py). `id` is not one: it is
+        never sent (the VM is found by the Machine's name)."""
+        yield "cluster_id", self.cluster_id
+        yield "instance_type_id", self.instance_type_id
+        yield "storage_domain_id", self.storage_domain_id
+        for i, nic in enumerate(self.network_interfaces):
+            yield f"network_interfaces[{i}].vnic_profile_id", nic.vnic_profile_id
 
 
 @dataclass

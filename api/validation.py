@@ -9,7 +9,10 @@ the Go code lets a bad spec through to a confusing engine fault or silently igno
 - auto_pinning_policy limited to its documented values (Go enables pinning for any other string, 6.2 item 7);
 - disk settings that need cloned disks (storage_domain_id, format raw, sparse=false) rejected when the
   template disks are not cloned: a thin VM's disks are qcow2 overlays on the template's own storage domain;
-- format limited to raw/cow; affinity group names and vNIC profile ids non-empty, group names unique.
+- format limited to raw/cow; affinity group names and vNIC profile ids non-empty, group names unique;
+- every id (cluster_id, instance_type_id, storage_domain_id, vnic_profile_id) an engine UUID when set: ids go into
+  the engine's URL paths, where a space turns into an HTTP error that looks transient and is retried for ever
+  (docs/architecture.md#acting-only-on-what-is-ours).
 The engine-version check for auto-pinning needs the engine and is the actuator's job.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from api.field_errors import FieldError, InvalidProviderSpec
+from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
 from api.provider_spec import (
     HUGEPAGES_SIZES,
     PROVIDER_SPEC_PATH,
@@ -77,6 +81,7 @@ def validate_provider_spec(spec: OvirtMachineProviderSpec, base: str = PROVIDER_
     errs = _Errors(base)
     _secrets(spec, errs)
     _placement(spec, errs)
+    _ids(spec, errs)
     _sizing(spec, errs)
     if spec.os_disk is None:
         errs.required("os_disk", "must give the size of the bootable disk")
@@ -116,6 +121,13 @@ def _placement(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.required("template_name", "must name the oVirt template to create the VM from")
     if not spec.cluster_id:
         errs.required("cluster_id", "must be the ID of the oVirt cluster to create the VM in")
+
+
+def _ids(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+    # An empty id is unset (or refused as required by its own rule).
+    for field, value in spec.ids():
+        if value and not is_ovirt_id(value):
+            errs.invalid(field, value, NOT_AN_OVIRT_ID)
 
 
 def _sizing(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:

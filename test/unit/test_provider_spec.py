@@ -37,6 +37,10 @@ VALID = {
     "os_disk": {"size_gb": 120},
     "type": "server",
 }
+# Engine ids (api/ids.py): a UUID in its 8-4-4-4-12 form.
+ID_1 = "0000000a-000a-000a-000a-00000000000a"
+ID_2 = "0000000b-000b-000b-000b-00000000000b"
+NOT_AN_ID = "must be an oVirt ID, a UUID such as 5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b"
 
 
 def spec_with(**changes) -> dict:
@@ -60,7 +64,7 @@ def messages(d: dict) -> list[str]:
 def test_valid_spec_parses_every_field_with_its_json_name():
     spec = parse_provider_spec(
         spec_with(
-            network_interfaces=[{"vnic_profile_id": "vnic-1"}],
+            network_interfaces=[{"vnic_profile_id": ID_1}],
             affinity_groups_names=["ag-1"],
             auto_pinning_policy="resize_and_pin",
             hugepages=2048,
@@ -68,7 +72,7 @@ def test_valid_spec_parses_every_field_with_its_json_name():
             clone=True,
             sparse=False,
             format="raw",
-            storage_domain_id="sd-1",
+            storage_domain_id=ID_2,
         )
     )
     assert spec.user_data_secret.name == "worker-user-data"
@@ -76,11 +80,11 @@ def test_valid_spec_parses_every_field_with_its_json_name():
     assert (spec.template_name, spec.cluster_id, spec.type) == ("infra-rhcos", VALID["cluster_id"], "server")
     assert spec.cpu == CPU(sockets=1, cores=4, threads=1) and spec.cpu.vcpus == 4
     assert spec.memory_mb == 16348 and spec.os_disk == OSDisk(size_gb=120)
-    assert spec.network_interfaces[0].vnic_profile_id == "vnic-1"
+    assert spec.network_interfaces[0].vnic_profile_id == ID_1
     assert spec.affinity_groups_names == ["ag-1"]
     assert spec.auto_pinning_policy == "resize_and_pin" and spec.auto_pinning_enabled
     assert (spec.hugepages, spec.guaranteed_memory_mb) == (2048, 8000)
-    assert (spec.clone, spec.sparse, spec.format, spec.storage_domain_id) == (True, False, "raw", "sd-1")
+    assert (spec.clone, spec.sparse, spec.format, spec.storage_domain_id) == (True, False, "raw", ID_2)
     assert validate_provider_spec(spec) == []
 
 
@@ -100,7 +104,7 @@ def test_unknown_keys_are_ignored():
 
 
 def test_to_dict_round_trips_with_the_exact_go_keys():
-    d = spec_with(clone=False, sparse=True, format="cow", network_interfaces=[{"vnic_profile_id": "v"}])
+    d = spec_with(clone=False, sparse=True, format="cow", network_interfaces=[{"vnic_profile_id": ID_1}])
     out = parse_provider_spec(d).to_dict()
     assert out == d
     assert "userDataSecret" in out and "credentialsSecret" in out and "os_disk" in out
@@ -159,7 +163,7 @@ def test_null_values_take_the_defaults():
 
 VALID_VARIANTS = {
     "minimal": VALID,
-    "instance type instead of cpu and memory": spec_with(cpu=None, memory_mb=None, instance_type_id="it-1"),
+    "instance type instead of cpu and memory": spec_with(cpu=None, memory_mb=None, instance_type_id=ID_1),
     "desktop": spec_with(type="desktop"),
     "high_performance": spec_with(type="high_performance"),
     "hugepages 2048": spec_with(hugepages=2048),
@@ -168,14 +172,15 @@ VALID_VARIANTS = {
     "guaranteed equal to memory": spec_with(guaranteed_memory_mb=16348),
     "auto pinning none": spec_with(auto_pinning_policy="none"),
     "auto pinning resize_and_pin": spec_with(auto_pinning_policy="resize_and_pin"),
-    "storage domain with clone": spec_with(clone=True, storage_domain_id="sd"),
-    "storage domain with default clone (server)": spec_with(storage_domain_id="sd"),
+    "storage domain with clone": spec_with(clone=True, storage_domain_id=ID_1),
+    "storage domain with default clone (server)": spec_with(storage_domain_id=ID_1),
     "format cow sparse on thin clone": spec_with(clone=False, format="cow", sparse=True),
     "format raw preallocated on clone": spec_with(clone=True, format="raw", sparse=False),
     "desktop thin with cow": spec_with(type="desktop", format="cow"),
     "affinity groups and nics": spec_with(
-        affinity_groups_names=["a", "b"], network_interfaces=[{"vnic_profile_id": "v1"}, {"vnic_profile_id": "v2"}]
+        affinity_groups_names=["a", "b"], network_interfaces=[{"vnic_profile_id": ID_1}, {"vnic_profile_id": ID_2}]
     ),
+    "ids in upper case": spec_with(cluster_id=VALID["cluster_id"].upper(), storage_domain_id=ID_1.upper()),
     "no credentialsSecret (ignored by the actuator)": spec_with(credentialsSecret=None),
 }
 
@@ -206,15 +211,42 @@ INVALID = {
         spec_with(cluster_id=None),
         [f"{P}.cluster_id: Required value: must be the ID of the oVirt cluster to create the VM in"],
     ),
+    # Ids go into the engine's URL paths: anything but a UUID is refused where it enters, naming its field
+    # (docs/architecture.md#acting-only-on-what-is-ours).
+    "cluster_id with a space": (
+        spec_with(cluster_id="5f4c6a1e-8d3b-4f2a-9c7e 1b2d3e4f5a6b"),
+        [f'{P}.cluster_id: Invalid value: "5f4c6a1e-8d3b-4f2a-9c7e 1b2d3e4f5a6b": {NOT_AN_ID}'],
+    ),
+    "cluster_id a name": (spec_with(cluster_id="Default"), [f'{P}.cluster_id: Invalid value: "Default": {NOT_AN_ID}']),
+    "cluster_id with a trailing newline": (
+        spec_with(cluster_id=VALID["cluster_id"] + "\n"),
+        [f'{P}.cluster_id: Invalid value: "{VALID["cluster_id"]}\n": {NOT_AN_ID}'],
+    ),
+    "cluster_id with a path": (
+        spec_with(cluster_id=f"{VALID['cluster_id']}/../../vms"),
+        [f'{P}.cluster_id: Invalid value: "{VALID["cluster_id"]}/../../vms": {NOT_AN_ID}'],
+    ),
+    "instance_type_id not an id": (
+        spec_with(instance_type_id="Large", cpu=None, memory_mb=None),
+        [f'{P}.instance_type_id: Invalid value: "Large": {NOT_AN_ID}'],
+    ),
+    "storage_domain_id not an id": (
+        spec_with(storage_domain_id="data 1"),
+        [f'{P}.storage_domain_id: Invalid value: "data 1": {NOT_AN_ID}'],
+    ),
+    "vnic profile not an id": (
+        spec_with(network_interfaces=[{"vnic_profile_id": ID_1}, {"vnic_profile_id": "ovirtmgmt"}]),
+        [f'{P}.network_interfaces[1].vnic_profile_id: Invalid value: "ovirtmgmt": {NOT_AN_ID}'],
+    ),
     "instance type with memory and cpu": (
-        spec_with(instance_type_id="it"),
+        spec_with(instance_type_id=ID_1),
         [
             f"{P}.memory_mb: Forbidden: must not be set together with instance_type_id",
             f"{P}.cpu: Forbidden: must not be set together with instance_type_id",
         ],
     ),
     "instance type with guaranteed memory": (
-        spec_with(instance_type_id="it", cpu=None, memory_mb=None, guaranteed_memory_mb=100),
+        spec_with(instance_type_id=ID_1, cpu=None, memory_mb=None, guaranteed_memory_mb=100),
         [f"{P}.guaranteed_memory_mb: Forbidden: must not be set together with instance_type_id"],
     ),
     "memory missing": (
@@ -297,14 +329,14 @@ INVALID = {
         [f'{P}.format: Unsupported value: "qcow2": supported values: "raw", "cow"'],
     ),
     "storage domain with clone false": (
-        spec_with(clone=False, storage_domain_id="sd"),
+        spec_with(clone=False, storage_domain_id=ID_1),
         [
             f"{P}.storage_domain_id: Forbidden: needs cloned template disks but clone is false; "
             "thin disks stay on the template's storage domain"
         ],
     ),
     "storage domain on desktop without clone": (
-        spec_with(type="desktop", storage_domain_id="sd"),
+        spec_with(type="desktop", storage_domain_id=ID_1),
         [
             f"{P}.storage_domain_id: Forbidden: needs cloned template disks but {THIN}; "
             "thin disks stay on the template's storage domain"
@@ -334,7 +366,7 @@ INVALID = {
         [f'{P}.affinity_groups_names[2]: Duplicate value: "ag"'],
     ),
     "vnic profile empty": (
-        spec_with(network_interfaces=[{"vnic_profile_id": "v"}, {}]),
+        spec_with(network_interfaces=[{"vnic_profile_id": ID_1}, {}]),
         [f"{P}.network_interfaces[1].vnic_profile_id: Required value: must be the ID of an oVirt vNIC profile"],
     ),
 }

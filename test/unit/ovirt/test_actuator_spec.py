@@ -6,7 +6,7 @@ from api.machine import Machine
 from machine_controller.controllers.actuator import InvalidMachineConfiguration
 from machine_controller.ovirt.actuator import OvirtActuator
 
-SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "c1", "template_name": "t", "type": "server",
+SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b", "template_name": "t", "type": "server",
         "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "memory_mb": 4096, "os_disk": {"size_gb": 120},
         "auto_pinning_policy": "resize_and_pin"}
 

@@ -22,6 +22,7 @@ does the rest.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any, Callable
 
 import structlog
@@ -273,12 +274,13 @@ class MachineSetReconciler:
     # --- autoscaler bounds ------------------------------------------------------------------------------------
     def _check_autoscaler_bounds(self, obj: dict) -> None:
         """The min/max annotations belong to the autoscaler (via MachineAutoscaler): it refuses to scale outside
-        them and skips a group whose bounds do not parse (docs/compatibility.md#autoscaler). The controller
-        does not clamp `spec.replicas` to them, as MAO does not: a manual `kubectl scale` stays possible. It only
-        says, with a Warning, why the autoscaler will ignore the set."""
+        them, and while the bounds of one set it watches do not parse it builds no node group at all, so it scales
+        no set (docs/compatibility.md#autoscaler). The controller does not clamp `spec.replicas` to them, as MAO
+        does not: a manual `kubectl scale` stays possible. It only says, with a Warning, what is wrong and what it
+        costs."""
         problem = autoscaler_bounds_problem((obj["metadata"].get("annotations") or {}))
         if problem:
-            self._events.warning(obj, "InvalidAutoscalerBounds", problem)
+            self._events.warning(obj, "InvalidAutoscalerBounds", f"{problem}: {AUTOSCALER_STOPS}")
 
     # --- event mapping --------------------------------------------------------------------------------------
     def observe_machine(self, old: dict | None, new: dict | None) -> None:
@@ -323,6 +325,16 @@ def controller_reference(machineset: dict) -> dict[str, Any]:
             "controller": True, "blockOwnerDeletion": True}
 
 
+# What invalid bounds cost, as cluster-autoscaler's clusterapi provider (1.35) behaves: it builds its node groups
+# from every MachineSet at once and drops the whole list at the first set whose bounds do not parse
+# (docs/compatibility.md#autoscaler).
+AUTOSCALER_STOPS = ("the cluster-autoscaler builds no node group while any MachineSet it watches has invalid "
+                    "bounds, so it scales no MachineSet, not only this one, until they are fixed")
+
+
+_GO_ATOI = re.compile(r"[+-]?[0-9]+")  # what Go's strconv.Atoi, which the autoscaler uses, accepts
+
+
 def autoscaler_bounds_problem(annotations: dict[str, str]) -> str | None:
     """Why cluster-autoscaler would refuse this set's min/max annotations (A1 `parseScalingBounds`), or None.
     An absent annotation means 0 to the autoscaler and is not a problem."""
@@ -331,14 +343,15 @@ def autoscaler_bounds_problem(annotations: dict[str, str]) -> str | None:
         raw = annotations.get(key)
         if raw is None:
             continue
-        try:
-            bounds[name] = int(raw)
-        except ValueError:
+        # Python's int() would also take " 3", "1_0", non-ASCII digits and numbers beyond Go's 64-bit int.
+        if not _GO_ATOI.fullmatch(raw) or not -2**63 <= int(raw) < 2**63:
             return f"annotation {key}: {raw!r} is not an integer"
+        bounds[name] = int(raw)
         if bounds[name] < 0:
             return f"annotation {key}: {raw} is negative"
     if "min" in bounds and "max" in bounds and bounds["max"] < bounds["min"]:
-        return f"autoscaler max size {bounds['max']} is below min size {bounds['min']}"
+        return (f"annotation {keys.ANNOTATION_AUTOSCALER_MAX_SIZE}: {bounds['max']} is below min size "
+                f"{bounds['min']} ({keys.ANNOTATION_AUTOSCALER_MIN_SIZE})")
     return None
 
 

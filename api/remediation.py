@@ -85,9 +85,10 @@ class RemediationStrategy(JSONObject):
                             doc="Power cycles tried before the remediation gives up (and escalates).",
                             schema={"minimum": 1, "default": DEFAULT_RETRY_LIMIT})
     timeout_seconds: int = prop("timeoutSeconds", default=DEFAULT_TIMEOUT_S,
-                                doc="How long to wait, after powering the VM on, for its Node to be Ready (and, "
-                                    "when the engine refuses to start the VM, for it to start); the storage "
-                                    "release before the power-on does not count.",
+                                doc="How long to wait, after the VM started, for its Node to be Ready (and, "
+                                    "when the engine refuses to start the VM, for it to start; never less than "
+                                    "twice the controller's engine request timeout after a start whose answer "
+                                    "was lost); the storage release before the power-on does not count.",
                                 schema={"minimum": 10, "default": DEFAULT_TIMEOUT_S})
 
 
@@ -134,6 +135,14 @@ class OvirtRemediationStatus(JSONObject):
         schema={"format": "date-time"})
     power_on_requested: str = prop("powerOnRequested", default="",
                                    doc="When the start of the current cycle was sent.", schema={"format": "date-time"})
+    vm_start_seen: str = prop(
+        "vmStartSeen", default="",
+        doc="When the VM was seen starting in the current cycle: strategy.timeoutSeconds for its Node runs from "
+            "here.", schema={"format": "date-time"})
+    power_off_may_land_until: str = prop(
+        "powerOffMayLandUntil", default="",
+        doc="Until when a stop whose answer was lost (or not yet received) may still reach the engine: the VM is "
+            "not started before (docs/fencing.md#requests-whose-answer-was-lost).", schema={"format": "date-time"})
     message: str = prop("message", default="", doc="What the remediation is doing or waiting for.")
     conditions: list[Condition] = prop("conditions", default_factory=list, doc="Current state of the remediation.",
                                        schema=CONDITIONS_LIST_MAP)

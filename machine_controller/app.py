@@ -130,7 +130,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         "remediation": lambda: add_remediation_controller(
             manager, api, rest, machines, nodes, power, events, queue("remediation"),
             namespace=config.namespace or None, resync_s=config.resync_s,
-            timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles)),
+            timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles,
+                                     request_timeout_s=config.ovirt_timeout_s)),
     }
     built = {name: adders[name]() for name in config.controllers}
     if "nodelink" in built and "ovirt-nodes" in built:

@@ -3,9 +3,10 @@
 A rule matches a request by method (`*` for any) and a glob on the path, written either relative to the API
 (`/vms/*/start`) or absolute (`/ovirt-engine/sso/oauth/token`). It fires `count` times (None: forever), each time
 with `probability`, and then does one of: answer `status` with an engine-shaped fault, drop the connection without
-an answer, only delay the request by `delay` seconds before normal processing, or (`slow`) take the request at once
-and carry it out `delay` seconds later, as an engine whose command hangs on its host does: the action's job is
-`started` from its arrival, and its effect and the answer come after the delay.
+an answer, only delay the request by `delay` seconds before normal processing (a request held on its way: the
+engine sees nothing of it until then, and carries it out even if its client gave up), or (`slow`) take the request
+at once and carry it out `delay` seconds later, as an engine whose command hangs on its host does: the action's
+job is `started` from its arrival, and its effect and the answer come after the delay.
 """
 
 from __future__ import annotations

@@ -73,7 +73,9 @@ class ControlClient:
 
     def delay(self, path: str, seconds: float, *, method: str = "*", count: int | None = 1,
               probability: float = 1.0) -> int:
-        """Hold matching requests `seconds` before answering them normally."""
+        """Hold matching requests `seconds` on their way, then carry them out and answer them normally: until it
+        arrives the engine sees nothing of such a request (no job, no effect), and it is carried out even when the
+        client gave up on it meanwhile (a request held in transit past the client's timeout)."""
         return int(self._call("POST", "/faults", {"path": path, "method": method, "kind": "delay", "delay": seconds,
                                                   "count": count, "probability": probability})["id"])
 

@@ -160,11 +160,17 @@ class PowerControl(Protocol):
     def power(self, provider_id: str, name: str) -> Power | None:
         """The instance's power state; None when the instance does not exist."""
 
-    def power_off(self, provider_id: str, name: str) -> None:
-        """Hard power-off (not a guest shutdown)."""
+    def power_off(self, provider_id: str, name: str) -> bool:
+        """Hard power-off (not a guest shutdown). True when it was sent; False when one sent earlier is still being
+        carried out, and nothing was sent."""
 
     def power_off_under_way(self, provider_id: str, name: str) -> bool:
         """Whether a power-off sent earlier is still being carried out (the cloud took it and has not ended it)."""
 
-    def power_on(self, provider_id: str, name: str) -> None:
-        """Start the instance; never while a power-off sent earlier could still land after the start."""
+    def stopped_by_late_power_off(self, provider_id: str, name: str) -> bool:
+        """Whether a power-off of ours reached the cloud after our last power-on: a request held on its way that
+        stopped the instance once it was started again (docs/fencing.md#requests-whose-answer-was-lost)."""
+
+    def power_on(self, provider_id: str, name: str) -> bool:
+        """Start the instance; never while a power-off sent earlier could still land after the start. True when it
+        was sent; False when one sent earlier is still being carried out, and nothing was sent."""

@@ -69,6 +69,20 @@ class RemediationTiming:
     # recording and sending it) and is sent again (docs/fencing.md, "Crash safe").
     action_shows_s: float = 10.0
     max_concurrent_power: int = 3
+    # The engine client's timeout (--ovirt-timeout). A power action whose answer it lost may have been held on its
+    # way and still reach the engine after that: it is taken as possibly landing until twice this long after it
+    # was sent (docs/fencing.md#requests-whose-answer-was-lost).
+    request_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.request_timeout_s > 0:
+            raise ValueError(f"RemediationTiming.request_timeout_s (the engine client's timeout) must be more than "
+                             f"0 seconds, not {self.request_timeout_s!r}")
+
+    @property
+    def lost_request_lands_by_s(self) -> float:
+        """How long after it was sent a power action whose answer was lost may still land at the engine."""
+        return 2 * self.request_timeout_s
 
 
 RESULTS = ("succeeded", "skipped", "failed", "escalated")
@@ -187,7 +201,7 @@ class RemediationReconciler:
         self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, retry_count=retry_count,
                     vm_id=vm_id_from_provider_id(target.provider_id), node_name=target.node_name,
                     last_remediated=self._stamp(), power_off_requested="", storage_released="",
-                    powering_on_since="", power_on_requested="", message="powering the VM off",
+                    powering_on_since="", power_on_requested="", vm_start_seen="", message="powering the VM off",
                     conditions=[true_condition(_CONDITIONS.PROCESSING),
                                 false_condition(_CONDITIONS.POWER_OFF_CONFIRMED, "PowerOffPending",
                                                 ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
@@ -212,9 +226,12 @@ class RemediationReconciler:
         # A stop recorded (maybe just before a restart, its answer lost) that the engine took is given the timeout
         # before another; one that never reached it is sent again once that is clear, as a first stop is.
         waited = None if requested is None else self._elapsed(requested)
+        said: Callable[[bool], None] | None = None
         if waited is not None and waited >= timeout:
-            self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {timeout}s after the stop; "
-                                                      "sending it again")
+            def said(sent: bool) -> None:
+                self._events.warning(obj, "PowerOffSlow", f"the VM is still {power.detail} {waited:.0f}s after the "
+                                     "stop; " + ("sent it again" if sent else "oVirt is still carrying out a stop of "
+                                                 "ours, so no other stop was sent"))
         elif waited is not None and self._stop_may_show(power, target, waited):
             return Result(requeue_after=self._timing.poll_s)
         elif waited is None and power.state == PowerState.STOPPING:
@@ -230,16 +247,21 @@ class RemediationReconciler:
             if reconnecting is not None:
                 return reconnecting
             if waited is not None:  # its power slot and its cycle were taken when it was recorded
-                self._events.warning(obj, "PowerOffLost", f"the VM is still {power.detail} {waited:.0f}s after the "
-                                                          "stop was recorded and oVirt has no stop of ours under way: "
-                                                          "it never reached oVirt; sending it")
+                def said(sent: bool) -> None:
+                    # Either it never left (a controller killed before sending it) or it is held on its way: the
+                    # start waits for the latter (docs/fencing.md#requests-whose-answer-was-lost).
+                    self._events.warning(obj, "PowerOffLost", f"the VM is still {power.detail} {waited:.0f}s after "
+                                         "the stop was recorded and oVirt shows no stop of ours: " + (
+                                             "sent it again" if sent else "a stop of ours is under way at oVirt "
+                                             "now, so none was sent"))
             else:
                 busy = self._power_slots_taken(obj)
                 if busy >= self._timing.max_concurrent_power:
                     self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
                     return Result(requeue_after=self._timing.slot_recheck_s)
                 self._metrics.cycles.labels(rem.metadata.namespace).inc()
-        return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused")
+        return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused",
+                          said=said, lands_by="power_off_may_land_until")
 
     def _stop_may_show(self, power: Power, target: _Target, waited: float) -> bool:
         """Whether a stop recorded `waited` seconds ago may still be the engine's to carry out: it is too recent to
@@ -277,6 +299,13 @@ class RemediationReconciler:
                 self._events.warning(obj, "StorageReleaseSlow",
                                      f"{left} still there {self._timing.storage_release_timeout_s:.0f}s after the "
                                      "storage release; the VM is off, so it is powered on all the same")
+        lands_by = _time(rem.status.power_off_may_land_until)
+        if lands_by is not None and self._clock() < lands_by:
+            # A stop of ours whose answer was lost could still land and kill the repaired VM: the start waits
+            # until it no longer can (docs/fencing.md#requests-whose-answer-was-lost).
+            self._write(obj, rem, message="the VM is off; a stop of ours whose answer was lost may still reach "
+                                          f"oVirt until {format_time(lands_by)}: the VM is started after that")
+            return Result(requeue_after=min(self._timing.poll_s, (lands_by - self._clock()).total_seconds()))
         self._write(obj, rem, phase=RemediationPhase.POWERING_ON, powering_on_since=self._stamp(),
                     message="powering the VM on")
         return None
@@ -290,9 +319,11 @@ class RemediationReconciler:
         if power.state in (PowerState.ON, PowerState.STARTING):
             # With no start of ours recorded (a refused one clears it), the VM was started since this phase began:
             # the Node's Ready counts from then, not from now, which may be after it was Ready already.
+            # The Node's timeout runs from now, when the start is seen to have landed: a start held on its way
+            # lands long after it was sent (docs/fencing.md#requests-whose-answer-was-lost).
             self._write(obj, rem, phase=RemediationPhase.WAITING_FOR_NODE,
                         power_on_requested=rem.status.power_on_requested or rem.status.powering_on_since
-                        or self._stamp(),
+                        or self._stamp(), vm_start_seen=self._stamp(),
                         message=f"waiting for node {target.node_name} to be Ready")
             return None
         if power.state == PowerState.STOPPING:
@@ -304,38 +335,75 @@ class RemediationReconciler:
             self._write(obj, rem, powering_on_since=self._stamp())
             since = self._clock()
         timeout = rem.spec.strategy.timeout_seconds
-        if self._elapsed(since) >= timeout:
-            return self._cycle_failed(obj, rem, target, self._elapsed(since),
-                                      f"the engine has not started the VM of node {target.node_name} in {timeout}s")
         requested = _time(rem.status.power_on_requested)
+        # A start of ours whose answer was lost may still land (a refusal clears the intent): the cycle does not
+        # give up before it no longer can, whatever timeoutSeconds says
+        # (docs/fencing.md#requests-whose-answer-was-lost).
+        deadline = since + dt.timedelta(seconds=timeout)
+        if requested is not None:
+            deadline = max(deadline, requested + dt.timedelta(seconds=self._timing.lost_request_lands_by_s))
+        if self._clock() >= deadline:
+            waited = self._elapsed(since)
+            return self._cycle_failed(obj, rem, target, waited, f"the engine has not started the VM of node "
+                                                                f"{target.node_name} in {waited:.0f}s")
         if requested is not None and self._elapsed(requested) < self._timing.action_shows_s:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
         return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
 
     def _send(self, obj: dict, rem: OvirtRemediation, target: _Target, intent: str,
-              action: Callable[[str, str], None], verb: str, refused_reason: str) -> Result:
+              action: Callable[[str, str], bool], verb: str, refused_reason: str,
+              said: Callable[[bool], None] | None = None, lands_by: str | None = None) -> Result:
         """A power action, its intent recorded first: a controller killed after sending it finds the time it was
         sent and waits for it to show instead of sending it twice. An outright refusal clears the intent (nothing
         happened), and the action is sent again after a pause that doubles with each refusal in a row: the request's
         own status writes wake it at once, and a refused action must not be repeated as fast as they are written
-        (docs/fencing.md#power-actions-are-sent-once)."""
+        (docs/fencing.md#power-actions-are-sent-once).
+
+        `lands_by` names the status field that says until when an action of this verb whose answer was lost may
+        still land: it is moved on with the intent, before the action leaves, and put back once the engine has
+        answered, so a controller killed while it waited for the answer keeps it
+        (docs/fencing.md#requests-whose-answer-was-lost). `said` is told whether the action was sent, or found
+        under way at the engine and not sent."""
         key = object_key(obj)
         refused = self._refused.get(key)
         if refused is not None and self._clock() < refused[1]:
             return Result(requeue_after=(refused[1] - self._clock()).total_seconds())
-        self._write(obj, rem, message=f"{verb} sent", **{intent: self._stamp()})
+        lands = self._clock() + dt.timedelta(seconds=self._timing.lost_request_lands_by_s)
+        fields: dict[str, Any] = {intent: self._stamp()}
+        answered: dict[str, Any] = {}
+        if lands_by is not None:
+            earlier = getattr(rem.status, lands_by)
+            answered[lands_by] = earlier if (_time(earlier) or self._clock()) > self._clock() else ""
+            fields[lands_by] = format_time(max(lands, _time(earlier) or lands))
+        self._write(obj, rem, message=f"sending a {verb}", **fields)
         try:
-            action(target.provider_id, target.vm_name)
+            sent = action(target.provider_id, target.vm_name)
         except ActionRefused as e:
             count = refused[0] + 1 if refused else 1
             pause = min(self._timing.poll_s * 2 ** (count - 1), self._timing.refused_cap_s)
             self._refused[key] = (count, self._clock() + dt.timedelta(seconds=pause))
             message = f"oVirt refused to {verb} the VM: {e}"
             self._events.warning(obj, refused_reason, message)
-            self._write(obj, rem, message=message, **{intent: ""})
+            self._write(obj, rem, message=message, **{intent: ""}, **answered)
+            raise
+        except Exception as e:
+            # No answer: the engine may have the action, or get it later
+            # (docs/fencing.md#requests-whose-answer-was-lost).
+            message = (f"the answer to the {verb} was lost ({e}): it may still reach oVirt until "
+                       f"{format_time(lands)}")
+            log.warning(message, node=target.node_name, provider_id=target.provider_id)
+            try:
+                self._write(obj, rem, message=message)
+            except _Stale:
+                pass  # the next pass reads the newer request; the lost answer is what the queue retries
             raise
         self._refused.pop(key, None)
-        log.info(f"{verb} sent", node=target.node_name, provider_id=target.provider_id)
+        message = f"{verb} sent: oVirt took it" if sent else \
+            f"a {verb} of ours is still under way at oVirt: no other {verb} was sent"
+        self._write(obj, rem, message=message, **answered)
+        log.info(message, node=target.node_name, provider_id=target.provider_id)
+        if said is not None:
+            said(sent)
         return Result(requeue_after=self._timing.poll_s)
 
     def _waiting_for_node(self, obj: dict, rem: OvirtRemediation, target: _Target) -> Result | None:
@@ -349,12 +417,33 @@ class RemediationReconciler:
                                                     "the node is Ready"),
                                     true_condition(_CONDITIONS.SUCCEEDED)])
             return None
-        waited = self._elapsed(started)
+        power = self._read_power(obj, rem, target)
+        if power is None:
+            return None
+        if power.state in (PowerState.OFF, PowerState.STOPPING) \
+                and self._power.stopped_by_late_power_off(target.provider_id, target.vm_name):
+            return self._start_again(obj, rem, target, power)
+        # From when the start was seen to land; a request from a controller that did not record it, from the send.
+        waited = self._elapsed(_time(rem.status.vm_start_seen) or started)
         timeout = rem.spec.strategy.timeout_seconds
         if waited < timeout:
             return Result(requeue_after=min(self._timing.poll_s * 2, timeout - waited))
         return self._cycle_failed(obj, rem, target, waited,
                                   f"node {target.node_name} not Ready {timeout}s after the VM was started")
+
+    def _start_again(self, obj: dict, rem: OvirtRemediation, target: _Target, power: Power) -> Result | None:
+        """The repaired VM went down after the start, stopped by a stop of ours that reached the engine after our
+        start (the engine's jobs of the stop's correlation id say so): the controller's own late request, not a
+        failure of the cycle. The VM is started again in the same cycle, no retry spent
+        (docs/fencing.md#requests-whose-answer-was-lost)."""
+        if power.state == PowerState.STOPPING:
+            return Result(requeue_after=self._timing.poll_s)
+        message = ("the VM went down after it was started: a stop of ours reached oVirt after the start, late; "
+                   "starting the VM again in the same power cycle")
+        self._events.warning(obj, "LatePowerOff", message)
+        self._write(obj, rem, phase=RemediationPhase.POWERING_ON, powering_on_since=self._stamp(),
+                    power_on_requested="", vm_start_seen="", message=message)
+        return None
 
     def _cycle_failed(self, obj: dict, rem: OvirtRemediation, target: _Target, waited: float,
                       why: str) -> Result | None:
@@ -636,7 +725,8 @@ class _Stale(Exception):
 _JSON = {"phase": "phase", "retry_count": "retryCount", "vm_id": "vmId", "node_name": "nodeName",
          "last_remediated": "lastRemediated", "power_off_requested": "powerOffRequested",
          "storage_released": "storageReleased", "powering_on_since": "poweringOnSince",
-         "power_on_requested": "powerOnRequested", "message": "message"}
+         "power_on_requested": "powerOnRequested", "vm_start_seen": "vmStartSeen",
+         "power_off_may_land_until": "powerOffMayLandUntil", "message": "message"}
 
 # Volume sources that live and die with the node (or are only read from the API server): nothing to detach from a
 # VM that is off. Any other source (a claim, CSI, FlexVolume, an ephemeral claim, an in-tree network disk, or a

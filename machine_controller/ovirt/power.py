@@ -70,18 +70,27 @@ class OvirtPower:
             return Power(PowerState.UNKNOWN, "unreported")
         return Power(_STATES.get(status, PowerState.ON), status.value)
 
-    def power_off(self, provider_id: str, name: str) -> None:
+    def power_off(self, provider_id: str, name: str) -> bool:
         vm_id = self._existing(provider_id, name)
         running = self._running_job(_STOP, vm_id)
         if running is not None:
             log.info("a stop of ours is still running at the engine: not sent again", vm_id=vm_id, job=running)
-            return
+            return False
         self._client.stop_vm(vm_id, correlation_id=_correlation(_STOP, vm_id))
+        return True
 
     def power_off_under_way(self, provider_id: str, name: str) -> bool:
         return self._running_job(_STOP, self._existing(provider_id, name)) is not None
 
-    def power_on(self, provider_id: str, name: str) -> None:
+    def stopped_by_late_power_off(self, provider_id: str, name: str) -> bool:
+        """A stop job of ours that began after our last start job: both times are the engine's own clock, so no
+        clock of this machine is compared with it. A stop the engine failed or aborted stopped nothing."""
+        vm_id = self._existing(provider_id, name)
+        stopped = self._last_job_start(_STOP, vm_id, ended_well=True)
+        started = self._last_job_start(_START, vm_id)
+        return stopped is not None and (started is None or stopped > started)
+
+    def power_on(self, provider_id: str, name: str) -> bool:
         vm_id = self._existing(provider_id, name)
         stopping = self._running_job(_STOP, vm_id)
         if stopping is not None:
@@ -90,8 +99,9 @@ class OvirtPower:
         running = self._running_job(_START, vm_id)
         if running is not None:
             log.info("a start of ours is still running at the engine: not sent again", vm_id=vm_id, job=running)
-            return
+            return False
         self._client.start_vm(vm_id, correlation_id=_correlation(_START, vm_id))
+        return True
 
     # --- helpers ------------------------------------------------------------------------------------------------
     def _vm(self, provider_id: str, name: str) -> types.Vm | None:
@@ -116,9 +126,20 @@ class OvirtPower:
         """A job of this verb's action on the VM that the engine is still carrying out, described for a log line."""
         cutoff = self._clock() - _JOB_RUNS_AT_MOST
         for job in self._client.jobs(_correlation(verb, vm_id)):
-            started = job.start_time
-            if started is not None and started.tzinfo is None:
-                started = started.replace(tzinfo=dt.UTC)  # a time that names no zone is read as UTC
+            started = _start_time(job)
             if job.status == types.JobStatus.STARTED and (started is None or started >= cutoff):
                 return f"job {job.id} {job.description!r}, started {started}"
         return None
+
+    def _last_job_start(self, verb: str, vm_id: str, ended_well: bool = False) -> dt.datetime | None:
+        """When the latest job of this verb's action on the VM began (the engine's clock), if it lists one."""
+        failed = (types.JobStatus.FAILED, types.JobStatus.ABORTED) if ended_well else ()
+        times = [_start_time(job) for job in self._client.jobs(_correlation(verb, vm_id)) if job.status not in failed]
+        return max((t for t in times if t is not None), default=None)
+
+
+def _start_time(job: types.Job) -> dt.datetime | None:
+    started = job.start_time
+    if started is not None and started.tzinfo is None:
+        started = started.replace(tzinfo=dt.UTC)  # a time that names no zone is read as UTC
+    return started

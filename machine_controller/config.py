@@ -87,6 +87,31 @@ def bounded(kind: type[N], low: N, high: N) -> Callable[[str], N]:
     return parse
 
 
+def kubeconfig_file(text: str) -> str:
+    """An argparse `type` for --kubeconfig (also applied to its default from $KUBECONFIG): a path, or a list of
+    paths as kubectl takes in $KUBECONFIG; '' for the in-cluster config. The Kubernetes client skips a listed file
+    that does not exist, and fails with a traceback on one it cannot read or when none exists: this names the path
+    at fault instead, at start-up."""
+    source = " ($KUBECONFIG)" if text == os.environ.get("KUBECONFIG") else ""
+    paths = [p for p in text.split(os.pathsep) if p]
+    existing = [p for p in paths if os.path.exists(os.path.expanduser(p))]
+    for path in existing:
+        if not os.path.isfile(os.path.expanduser(path)):
+            raise argparse.ArgumentTypeError(f"{path!r}{source} is not a file")
+        if not os.access(os.path.expanduser(path), os.R_OK):
+            raise argparse.ArgumentTypeError(f"{path!r}{source} is not readable")
+    if paths and not existing:
+        what = f"{paths[0]!r} does not exist" if len(paths) == 1 else f"none of {', '.join(map(repr, paths))} exists"
+        raise argparse.ArgumentTypeError(what + source)
+    return text
+
+
+def add_kubeconfig_flag(parser: argparse.ArgumentParser) -> None:
+    """--kubeconfig for every tool that talks to the API server, checked at start-up like any other flag."""
+    parser.add_argument("--kubeconfig", type=kubeconfig_file, default=os.environ.get("KUBECONFIG") or None,
+                        help="kubeconfig file (default: $KUBECONFIG); in-cluster config when unset")
+
+
 # The ranges of the numeric flags, shared by every entry point that takes them.
 PORT = bounded(int, 0, 65535)  # 0: that server is off
 WORKERS = bounded(int, 1, 1024)
@@ -167,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     env = os.environ.get
-    p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="kubeconfig file; in-cluster config when unset")
+    add_kubeconfig_flag(p)
     p.add_argument("--controllers", type=_controllers_arg, default="*", metavar="LIST",
                    help="controllers to run: '*' for all, names, '-name' to leave one out (e.g. "
                         f"'{MAO_CONTROLLERS}' beside machine-api-operator's own); known: "

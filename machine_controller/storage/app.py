@@ -11,7 +11,7 @@ from typing import Any, Callable, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from machine_controller.config import PORT, WORKERS, FlagParser
+from machine_controller.config import PORT, WORKERS, FlagParser, add_kubeconfig_flag
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.request_metrics import RequestMetrics
@@ -95,7 +95,7 @@ def build(args: argparse.Namespace, registry: CollectorRegistry | None = None) -
 
 def parse(argv: list[str]) -> argparse.Namespace:
     p = FlagParser(prog=PROVISIONER, description=__doc__)
-    p.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG") or None)
+    add_kubeconfig_flag(p)
     p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE)
     p.add_argument("--credentials-name", default=SECRET_NAME)
     p.add_argument("--bind-address", default="0.0.0.0")

@@ -4,6 +4,7 @@ resync period spun a core; 0 engine connections hung every Machine)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -93,9 +94,63 @@ def test_the_csi_drivers_numbers_are_checked(argv, flag, capsys):
     ("machine_controller.storage.app", ["--workers=-1"], "--workers"),
 ])
 def test_the_process_exits_2_with_one_line_and_no_traceback(module, argv, flag):
+    _exits_2_with_one_line_naming(module, argv, flag, env={})
+
+
+def _exits_2_with_one_line_naming(module: str, argv: list[str], flag: str, env: dict[str, str]) -> str:
     run = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin", "KUBECONFIG": "/nonexistent"})
+                         env={"PATH": "/usr/bin:/bin", **env})
     assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and flag in lines[0], run.stderr
+    return lines[0]
+
+
+# --- the kubeconfig (issue 37, item 4) ------------------------------------------------------------------------
+# Every tool that takes --kubeconfig; ovirt-flexvolume-driver and ovirt-csi-driver take none (the driver reads the
+# API server from its configuration file, the CSI driver never calls it).
+KUBECONFIG_TOOLS = [(parse, "ovirt-machine-controller"), (provisioner_app.parse, "ovirt-volume-provisioner")]
+
+
+@pytest.mark.parametrize("parse_fn, prog", KUBECONFIG_TOOLS)
+@pytest.mark.parametrize("problem", ["missing", "directory", "unreadable"])
+def test_a_kubeconfig_that_cannot_be_read_stops_the_tool_with_one_line(parse_fn, prog, problem, tmp_path, capsys,
+                                                                        monkeypatch):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    path = tmp_path / "kubeconfig"
+    if problem == "directory":
+        path.mkdir()
+    elif problem == "unreadable":
+        if os.geteuid() == 0:
+            pytest.skip("root reads any file")
+        path.write_text("apiVersion: v1\n")
+        path.chmod(0)
+    line = _refused(parse_fn, [f"--kubeconfig={path}"], capsys)
+    assert line.startswith(f"{prog}: error: argument --kubeconfig:") and str(path) in line, line
+
+
+@pytest.mark.parametrize("parse_fn, prog", KUBECONFIG_TOOLS)
+def test_a_missing_kubeconfig_from_the_environment_is_named_as_such(parse_fn, prog, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    line = _refused(parse_fn, [], capsys)
+    assert "--kubeconfig" in line and "$KUBECONFIG" in line and str(tmp_path / "absent") in line, line
+
+
+@pytest.mark.parametrize("parse_fn, prog", KUBECONFIG_TOOLS)
+def test_a_kubeconfig_list_needs_one_file_that_exists(parse_fn, prog, tmp_path, capsys, monkeypatch):
+    """KUBECONFIG may list files, as for kubectl; the client merges those that exist and skips the others."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    real = tmp_path / "real"
+    real.write_text("apiVersion: v1\nkind: Config\n")
+    listed = os.pathsep.join([str(tmp_path / "absent"), str(real)])
+    args = parse_fn([f"--kubeconfig={listed}"])
+    assert args.kubeconfig == listed
+    line = _refused(parse_fn, [f"--kubeconfig={tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"], capsys)
+    assert "--kubeconfig" in line and str(tmp_path / "a") in line and str(tmp_path / "b") in line, line
+
+
+@pytest.mark.parametrize("module", ["machine_controller", "machine_controller.storage.app"])
+def test_a_tool_started_with_a_missing_kubeconfig_exits_2_without_a_traceback(module, tmp_path):
+    _exits_2_with_one_line_naming(module, [f"--kubeconfig={tmp_path / 'absent'}"], "--kubeconfig", env={})
+    _exits_2_with_one_line_naming(module, [], "--kubeconfig", env={"KUBECONFIG": str(tmp_path / "absent")})

@@ -318,9 +318,9 @@ class RemediationReconciler:
             return self._wait_unknown(obj, rem, power)
         if power.state in (PowerState.ON, PowerState.STARTING):
             # With no start of ours recorded (a refused one clears it), the VM was started since this phase began:
-            # the Node's Ready counts from then, not from now, which may be after it was Ready already.
-            # The Node's timeout runs from now, when the start is seen to have landed: a start held on its way
-            # lands long after it was sent (docs/fencing.md#requests-whose-answer-was-lost).
+            # the Node's Ready counts from then, not from now, which may be after it was Ready already. Its
+            # timeout runs from now, when the start is seen to have landed: a start held on its way lands long
+            # after it was sent (docs/fencing.md#requests-whose-answer-was-lost).
             self._write(obj, rem, phase=RemediationPhase.WAITING_FOR_NODE,
                         power_on_requested=rem.status.power_on_requested or rem.status.powering_on_since
                         or self._stamp(), vm_start_seen=self._stamp(),

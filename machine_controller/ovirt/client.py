@@ -7,7 +7,7 @@ backoff (tenacity). Longer waits are not made here: a caller that must wait for 
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import sys
 import time
@@ -18,7 +18,9 @@ import structlog
 import tenacity
 
 from .connection import ConnectionPool, NoCredentials
-from .errors import ConflictError, NotFoundError, OvirtError, TransientError, classify
+from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
+
+from .errors import BadRequestError, ConflictError, NotFoundError, OvirtError, TransientError, classify
 from .request_metrics import RequestMetrics
 from .search import equals
 from .streamed import Reader, get_streamed
@@ -27,6 +29,39 @@ T = TypeVar("T")
 # AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
 _DUPLICATE_MEMBER = "Duplicate VM"
 log = structlog.get_logger(__name__)
+
+
+class NotAnOvirtId(BadRequestError):
+    """An id that is no engine UUID was to go into a request: refused before anything is sent, and not retried
+    (docs/architecture.md#acting-only-on-what-is-ours). The ids of a Machine's spec are checked where they enter
+    (api/validation.py); this is the last guard, so `value` and `what` let a caller that knows where the value came
+    from name its field."""
+
+    def __init__(self, value: str, what: str):
+        super().__init__(f"the {what} id {value!r} {NOT_AN_OVIRT_ID}: it is not sent to the engine")
+        self.value = value
+        self.what = what
+
+
+def _id(value: str, what: str) -> None:
+    """NotAnOvirtId unless `value` is an engine id: called by each method before its request is built."""
+    if not is_ovirt_id(value):
+        raise NotAnOvirtId(value, what)
+
+
+def _ids_of_new_vm(vm: types.Vm) -> Iterator[tuple[str, str | None]]:
+    """(what, id) of each object a VM to be created names by id (vm_spec.py `build_vm`)."""
+    yield "cluster", vm.cluster.id if vm.cluster else None
+    yield "template", vm.template.id if vm.template else None
+    if vm.instance_type is not None:
+        yield "instance type", vm.instance_type.id
+    for host in (vm.placement_policy.hosts or []) if vm.placement_policy else []:
+        yield "host", host.id
+    for attachment in vm.disk_attachments or []:
+        if attachment.disk is not None:
+            yield "template disk", attachment.disk.id
+            for domain in attachment.disk.storage_domains or []:
+                yield "storage domain", domain.id
 
 
 class OvirtClient:
@@ -58,7 +93,7 @@ class OvirtClient:
         metrics = self._metrics
         # The metrics' operation label: the method that asked, a name from the code (request_metrics.py says why).
         frame = sys._getframe(1)
-        while frame.f_code.co_name == "call" and frame.f_back is not None:
+        while frame.f_code.co_name in ("call", "_vm_call") and frame.f_back is not None:
             frame = frame.f_back
         operation = frame.f_code.co_name
 
@@ -89,7 +124,7 @@ class OvirtClient:
     # --- lookups -----------------------------------------------------------------------------------------------
     def vm(self, vm_id: str) -> types.Vm | None:
         try:
-            return self.call(f"get VM {vm_id}", lambda s: s.vms_service().vm_service(vm_id).get())
+            return self._vm_call(f"get VM {vm_id}", vm_id, lambda vm: vm.get())
         except NotFoundError:
             return None
 
@@ -107,8 +142,7 @@ class OvirtClient:
 
     def vm_disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:
         """The VM's disk attachments with each disk inlined: sizes and states in one request."""
-        return self.call("list VM disks", lambda s: self._vm_service(s, vm_id).disk_attachments_service()
-                         .list(follow="disk"))
+        return self._vm_call("list VM disks", vm_id, lambda vm: vm.disk_attachments_service().list(follow="disk"))
 
     def vm_by_name(self, name: str) -> types.Vm | None:
         # The search matches patterns and is case-insensitive; identity is the exact name.
@@ -131,6 +165,7 @@ class OvirtClient:
         return pool[0] if pool else None
 
     def cluster(self, cluster_id: str) -> types.Cluster | None:
+        _id(cluster_id, "cluster")
         try:
             return self.call(f"get cluster {cluster_id}",
                              lambda s: s.clusters_service().cluster_service(cluster_id).get())
@@ -139,6 +174,7 @@ class OvirtClient:
 
     def template_disk_attachments(self, template_id: str) -> list[types.DiskAttachment]:
         """With each disk inlined (`follow=disk`): its size and format come in the same request."""
+        _id(template_id, "template")
         return self.call("list template disks", lambda s: s.templates_service().template_service(template_id)
                          .disk_attachments_service().list(follow="disk"))
 
@@ -147,6 +183,7 @@ class OvirtClient:
         return [h for h in hosts if h.cluster is not None and h.cluster.id == cluster_id]
 
     def vnic_profile_exists(self, profile_id: str) -> bool:
+        _id(profile_id, "vNIC profile")
         try:
             self.call(f"get vNIC profile {profile_id}",
                       lambda s: s.vnic_profiles_service().profile_service(profile_id).get())
@@ -155,6 +192,7 @@ class OvirtClient:
             return False
 
     def affinity_group(self, cluster_id: str, name: str) -> types.AffinityGroup | None:
+        _id(cluster_id, "cluster")
         groups = self.call("list affinity groups", lambda s: s.clusters_service().cluster_service(cluster_id)
                            .affinity_groups_service().list())
         exact = [g for g in groups if g.name == name]
@@ -168,55 +206,67 @@ class OvirtClient:
 
     # --- VM changes --------------------------------------------------------------------------------------------
     def create_vm(self, vm: types.Vm, clone: bool, correlation_id: str) -> types.Vm:
+        for what, value in _ids_of_new_vm(vm):
+            _id(value or "", what)
         return self._call(f"create VM {vm.name}", lambda conn: conn.system_service().vms_service().add(
             vm, clone=clone, clone_permissions=False, query={"correlation_id": correlation_id}), self._retrying_create)
 
-    def _vm_service(self, s: sdk.services.SystemService, vm_id: str):
-        return s.vms_service().vm_service(vm_id)
+    def _vm_call(self, what: str, vm_id: str, fn: Callable[[sdk.services.VmService], T],
+                 retrying: tenacity.Retrying | None = None) -> T:
+        """`fn` on the VM's service; the id is checked before a connection is taken."""
+        _id(vm_id, "VM")
+        if retrying is None:
+            return self.call(what, lambda s: fn(s.vms_service().vm_service(vm_id)))
+        return self._call(what, lambda conn: fn(conn.system_service().vms_service().vm_service(vm_id)), retrying)
 
     def disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:
-        return self.call("list VM disks", lambda s: self._vm_service(s, vm_id).disk_attachments_service().list())
+        return self._vm_call("list VM disks", vm_id, lambda vm: vm.disk_attachments_service().list())
 
     def disk(self, disk_id: str) -> types.Disk:
+        _id(disk_id, "disk")
         return self.call(f"get disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id).get())
 
     def resize_disk(self, disk_id: str, size_bytes: int, correlation_id: str) -> None:
+        _id(disk_id, "disk")
         self.call(f"resize disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id).update(
             types.Disk(provisioned_size=size_bytes), query={"correlation_id": correlation_id}))
 
+    # The ids of a VM's own attachments, NICs and consoles come from the engine's answers (a console's is not even
+    # a UUID: oVirt writes its protocol's name in hex): only the VM's id is checked.
     def detach_disk(self, vm_id: str, attachment_id: str) -> None:
-        self.call(f"detach disk {attachment_id}", lambda s: self._vm_service(s, vm_id).disk_attachments_service()
-                  .attachment_service(attachment_id).remove(detach_only=True))
+        self._vm_call(f"detach disk {attachment_id}", vm_id, lambda vm: vm.disk_attachments_service()
+                      .attachment_service(attachment_id).remove(detach_only=True))
 
     def nics(self, vm_id: str) -> list[types.Nic]:
-        return self.call("list NICs", lambda s: self._vm_service(s, vm_id).nics_service().list())
+        return self._vm_call("list NICs", vm_id, lambda vm: vm.nics_service().list())
 
     def remove_nic(self, vm_id: str, nic_id: str) -> None:
-        self.call(f"remove NIC {nic_id}", lambda s: self._vm_service(s, vm_id).nics_service()
-                  .nic_service(nic_id).remove())
+        self._vm_call(f"remove NIC {nic_id}", vm_id, lambda vm: vm.nics_service().nic_service(nic_id).remove())
 
     def add_nic(self, vm_id: str, name: str, vnic_profile_id: str) -> None:
-        self.call(f"add NIC {name}", lambda s: self._vm_service(s, vm_id).nics_service().add(
+        _id(vnic_profile_id, "vNIC profile")
+        self._vm_call(f"add NIC {name}", vm_id, lambda vm: vm.nics_service().add(
             types.Nic(name=name, vnic_profile=types.VnicProfile(id=vnic_profile_id))))
 
     def graphics_consoles(self, vm_id: str) -> list[types.GraphicsConsole]:
-        return self.call("list graphics consoles", lambda s: self._vm_service(s, vm_id)
-                         .graphics_consoles_service().list())
+        return self._vm_call("list graphics consoles", vm_id, lambda vm: vm.graphics_consoles_service().list())
 
     def remove_graphics_console(self, vm_id: str, console_id: str) -> None:
-        self.call("remove graphics console", lambda s: self._vm_service(s, vm_id).graphics_consoles_service()
-                  .console_service(console_id).remove())
+        self._vm_call("remove graphics console", vm_id, lambda vm: vm.graphics_consoles_service()
+                      .console_service(console_id).remove())
 
     def vm_tags(self, vm_id: str) -> list[str]:
-        return [t.name for t in self.call("list VM tags", lambda s: self._vm_service(s, vm_id).tags_service().list())]
+        return [t.name for t in self._vm_call("list VM tags", vm_id, lambda vm: vm.tags_service().list())]
 
     def add_vm_tag(self, vm_id: str, name: str) -> None:
-        self.call(f"tag VM with {name}", lambda s: self._vm_service(s, vm_id).tags_service()
-                  .add(types.Tag(name=name)))
+        self._vm_call(f"tag VM with {name}", vm_id, lambda vm: vm.tags_service().add(types.Tag(name=name)))
 
     def add_vm_to_affinity_group(self, cluster_id: str, group_id: str, vm_id: str) -> None:
         """Idempotent: a VM already in the group is the engine's 400 `Duplicate VM`, taken as done; so membership
         is never listed first (a group of a thousand workers would cost a thousand-VM list per VM)."""
+        for value, what in ((cluster_id, "cluster"), (group_id, "affinity group"), (vm_id, "VM")):
+            _id(value, what)
+
         def add(s: sdk.services.SystemService) -> None:
             svc = s.clusters_service().cluster_service(cluster_id).affinity_groups_service() \
                 .group_service(group_id).vms_service()
@@ -232,18 +282,17 @@ class OvirtClient:
         self.call("add VM to affinity group", add)
 
     def auto_pin(self, vm_id: str) -> None:
-        self.call("auto-pin CPU and NUMA", lambda s: self._vm_service(s, vm_id)
-                  .auto_pin_cpu_and_numa_nodes(optimize_cpu_settings=True))
+        self._vm_call("auto-pin CPU and NUMA", vm_id,
+                      lambda vm: vm.auto_pin_cpu_and_numa_nodes(optimize_cpu_settings=True))
 
     def start_vm(self, vm_id: str, correlation_id: str) -> None:
         """Sent once, never retried here (see `_once`)."""
-        self._call("start VM", lambda conn: self._vm_service(conn.system_service(), vm_id).start(
-            query={"correlation_id": correlation_id}), self._once)
+        self._vm_call("start VM", vm_id, lambda vm: vm.start(query={"correlation_id": correlation_id}), self._once)
 
     def stop_vm(self, vm_id: str, correlation_id: str) -> None:
         """A hard stop, sent once, never retried here (see `_once`)."""
-        self._call("stop VM", lambda conn: self._vm_service(conn.system_service(), vm_id).stop(
-            force=True, query={"correlation_id": correlation_id}), self._once)
+        self._vm_call("stop VM", vm_id, lambda vm: vm.stop(force=True, query={"correlation_id": correlation_id}),
+                      self._once)
 
     def jobs(self, correlation_id: str) -> list[types.Job]:
         """The engine's jobs of the requests sent with this correlation id (docs/compatibility.md#correlation-ids)."""
@@ -252,10 +301,9 @@ class OvirtClient:
 
     def remove_vm(self, vm_id: str) -> None:
         try:
-            self.call("remove VM", lambda s: self._vm_service(s, vm_id).remove())
+            self._vm_call("remove VM", vm_id, lambda vm: vm.remove())
         except NotFoundError:
             pass
 
     def reported_devices(self, vm_id: str) -> list[types.ReportedDevice]:
-        return self.call("list reported devices", lambda s: self._vm_service(s, vm_id)
-                         .reported_devices_service().list())
+        return self._vm_call("list reported devices", vm_id, lambda vm: vm.reported_devices_service().list())

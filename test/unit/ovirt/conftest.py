@@ -10,9 +10,8 @@ from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import OvirtCredentials
 
 
-@pytest.fixture
-def sim_and_client(tmp_path):
-    with running_simulator(tmp_path) as sim:
+def _sim_and_client(directory):
+    with running_simulator(directory) as sim:
         pool = ConnectionPool(size=1)
         try:
             pool.set_credentials(OvirtCredentials(url=sim.url, username=sim.username, password=sim.password,
@@ -20,3 +19,14 @@ def sim_and_client(tmp_path):
             yield sim, OvirtClient(pool)
         finally:
             pool.close()
+
+
+@pytest.fixture
+def sim_and_client(tmp_path):
+    yield from _sim_and_client(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_sim_and_client(tmp_path_factory):
+    """One simulator for a module whose tests leave nothing behind in it."""
+    yield from _sim_and_client(tmp_path_factory.mktemp("sim"))

@@ -13,7 +13,7 @@ never a size anyone meant. Zero, negative sizes and sizes beyond int64 are refus
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, Decimal, localcontext
 
 INT64_MAX = 2**63 - 1
 
@@ -41,16 +41,20 @@ def _parse(text: str) -> tuple[Decimal, int]:
         raise InvalidQuantity(f"{text!r} is not a Kubernetes quantity (a number with an optional suffix such as "
                               "Ki, Mi, Gi, k, M, G)")
     sign, number, suffix = m.group(1), m.group(2), m.group(3) or ""
-    value = Decimal(number)
-    exponent = 0
-    if suffix in _BINARY:
-        value *= _BINARY[suffix]
-    else:
-        exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
-        if abs(exponent) > _MAX_EXPONENT:
-            raise InvalidQuantity(f"{text!r}: the exponent {exponent} is out of range")
-        value = value.scaleb(exponent)
-    return (-value if sign == "-" else value), exponent
+    # Room for every digit of the number times the largest multiplier (2**60: 19 digits): with Decimal's default 28,
+    # 9223372036854775807.0000000001 lost its fraction and passed as an int64.
+    with localcontext() as ctx:
+        ctx.prec = len(number) + 20
+        value = Decimal(number)
+        exponent = 0
+        if suffix in _BINARY:
+            value *= _BINARY[suffix]
+        else:
+            exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
+            if abs(exponent) > _MAX_EXPONENT:
+                raise InvalidQuantity(f"{text!r}: the exponent {exponent} is out of range")
+            value = value.scaleb(exponent)
+        return (-value if sign == "-" else value), exponent
 
 
 def parse_bytes(text: str, what: str = "size") -> int:

@@ -12,6 +12,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# The budgets of the property-based tests (test/unit/fuzz/README.md). Registered here, in the conftest every run
+# loads before the options are read, so that hypothesis' own `--hypothesis-profile=long` finds its profile. "ci",
+# the default: few examples, the same ones every run (derandomize), nothing written into the tree (no database), no
+# per-example deadline on a loaded machine. "long": many random examples, failures kept in .hypothesis/ to replay.
+settings.register_profile("ci", max_examples=40, derandomize=True, database=None, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
 
 # The files that start kube-proxy, by the `kube_proxy` fixture or KubeProxy itself (the fixture's users are checked
 # against this list at collection).

@@ -46,7 +46,7 @@ COMPONENT = "ovirt-machine-controller"
 
 def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     registry = registry if registry is not None else CollectorRegistry()
-    api = load_api_client(config.kubeconfig, user_agent=COMPONENT)
+    api = load_api_client(config.kubeconfig, user_agent=COMPONENT, trusted_ca_bundle=config.trusted_ca_bundle)
     rest = Rest(api)
     leader = None
     if config.leader_elect:
@@ -63,7 +63,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         metrics_auth=MetricsAuth(rest) if config.metrics_secure else None)
 
     # The oVirt provider: one connection pool fed live from the credentials secret.
-    pool = ConnectionPool(size=config.ovirt_connections, timeout_s=config.ovirt_timeout_s)
+    pool = ConnectionPool(size=config.ovirt_connections, timeout_s=config.ovirt_timeout_s,
+                          trusted_ca_bundle=config.trusted_ca_bundle)
     client = OvirtClient(pool, metrics=RequestMetrics.of(registry))
     creds = CredentialsWatch(pool)
     secrets = manager.add_informer(Informer(

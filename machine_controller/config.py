@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, NoReturn, TypeVar
 
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
+from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
 
 
 # Every controller the process can run, by the name `--controllers` takes (kube-controller-manager's style). On
@@ -168,6 +169,7 @@ class Config:
     backoff_cap_s: float
     ovirt_connections: int
     ovirt_timeout_s: int
+    trusted_ca_bundle: str
     max_concurrent_power_cycles: int
     leader_elect: bool
     leader_election_namespace: str
@@ -212,6 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ovirt-timeout", dest="ovirt_timeout_s", type=bounded(int, 1, 3600), default=60,
                    help="seconds an oVirt request may take before its answer is given up as lost (a power action "
                         "whose answer is lost is never sent again blindly: docs/fencing.md)")
+    p.add_argument("--trusted-ca-bundle", default=TRUSTED_CA_BUNDLE, metavar="FILE",
+                   help="the cluster-wide trusted CA bundle (PEM), trusted beside the credentials secret's CA for the "
+                        "engine and used for the API server where no CA is configured; the default is where "
+                        "machine-api-operator mounts it, used only when there; '' for none "
+                        "(docs/compatibility.md#cluster-wide-trust-and-proxy)")
     p.add_argument("--max-concurrent-power-cycles", type=bounded(int, 1, 1000), default=3,
                    help="VMs that remediation may have powered off at once (a bound on fencing storms)")
     p.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=True,
@@ -247,6 +254,8 @@ def parse(argv: list[str] | None = None) -> Config:
         parser.error(f"--metrics-cert-dir {args.metrics_cert_dir!r} lacks {' and '.join(missing)}")
     if args.metrics_secure and args.metrics_port and args.metrics_port == args.health_port:
         parser.error("--metrics-secure needs a --metrics-port other than --health-port (probes are plain HTTP)")
+    if args.trusted_ca_bundle not in ("", TRUSTED_CA_BUNDLE) and not os.path.isfile(args.trusted_ca_bundle):
+        parser.error(f"argument --trusted-ca-bundle: {args.trusted_ca_bundle!r} is not a file")
     if args.backoff_cap_s < args.backoff_base_s:
         parser.error(f"argument --backoff-cap: must be at least --backoff-base ({args.backoff_base_s:g}), "
                      f"got {args.backoff_cap_s:g}")

@@ -13,10 +13,10 @@ import structlog
 
 from machine_controller.controllers.actuator import InvalidMachineConfiguration
 from machine_controller.runtime.informer import EventHandler
-from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, classify, is_not_found
+from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, classify, is_not_found, object_key
 
 from .connection import ConnectionPool
-from .credentials import InvalidCredentials, from_secret_data
+from .credentials import InvalidCredentials, from_secret
 from .errors import MissingDependencyError
 from .kept import KeptAnswers
 
@@ -42,11 +42,11 @@ class CredentialsWatch:
 
     def handler(self) -> EventHandler:
         return EventHandler(on_add=self._apply, on_update=lambda _old, new: self._apply(new),
-                            on_delete=lambda _obj: self._clear("secret deleted"))
+                            on_delete=lambda obj: self._clear(f"secret {object_key(obj)} was deleted"))
 
     def _apply(self, secret: dict) -> None:
         try:
-            creds = from_secret_data(secret.get("data"))
+            creds = from_secret(secret)
         except InvalidCredentials as e:
             self._clear(str(e))
             return
@@ -57,7 +57,7 @@ class CredentialsWatch:
     def _clear(self, why: str) -> None:
         log.error("oVirt credentials unusable", problem=why)
         self.problem = why
-        self.pool.set_credentials(None)
+        self.pool.set_credentials(None, problem=why)
 
 
 class UserData:

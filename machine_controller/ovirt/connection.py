@@ -19,6 +19,8 @@ from typing import Iterator
 
 import ovirtsdk4 as sdk
 
+from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
+
 from .credentials import OvirtCredentials
 from .errors import TransientError
 
@@ -30,8 +32,20 @@ class NoCredentials(TransientError):
 
 
 class ConnectionPool:
-    def __init__(self, size: int = 4, timeout_s: int = 60, user_agent: str = "ovirt-machine-controller"):
+    """`trusted_ca_bundle`: the cluster-wide CA bundle file, trusted beside the secret's CA when it exists (it is
+    only there when mounted, docs/compatibility.md#cluster-wide-trust-and-proxy); "" trusts no such file."""
+
+    def __init__(self, size: int = 4, timeout_s: int = 60, user_agent: str = "ovirt-machine-controller",
+                 trusted_ca_bundle: str = TRUSTED_CA_BUNDLE):
+        # Checked here, not only by the flag: with no connection to lend, every borrower waits forever.
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"ConnectionPool size must be an integer of at least 1, got {size!r} (with no "
+                             "connection every request would wait forever)")
+        if not isinstance(timeout_s, int) or timeout_s < 1:
+            raise ValueError(f"ConnectionPool timeout_s must be an integer of at least 1 second, got {timeout_s!r} "
+                             "(libcurl reads 0 as no timeout at all)")
         self._size = size
+        self._trusted_ca_bundle = trusted_ca_bundle
         self._timeout = timeout_s
         self._headers = {"User-Agent": user_agent}
         self._cond = threading.Condition()
@@ -39,20 +53,24 @@ class ConnectionPool:
         self._borrowed = 0
         self._generation = 0
         self._creds: OvirtCredentials | None = None
+        self._problem = "no oVirt credentials have been read yet"
         self._ca_path: str | None = None
 
     @property
     def credentials(self) -> OvirtCredentials | None:
         return self._creds
 
-    def set_credentials(self, creds: OvirtCredentials | None) -> bool:
-        """Use these credentials from now on. Returns True when they differ from the current ones."""
+    def set_credentials(self, creds: OvirtCredentials | None, problem: str = "no oVirt credentials") -> bool:
+        """Use these credentials from now on. Returns True when they differ from the current ones. With None,
+        `problem` says why there are none (naming the secret and key), and every borrower is told so."""
         with self._cond:
+            if creds is None:
+                self._problem = problem
             if creds == self._creds:
                 return False
             self._creds = creds
             self._generation += 1
-            old_ca, self._ca_path = self._ca_path, self._write_ca(creds) if creds else None
+            old_ca, self._ca_path = self._ca_path, self._write_ca(creds, self._trusted_ca_bundle) if creds else None
             stale, self._idle = self._idle, []
             self._cond.notify_all()
         for _, conn in stale:
@@ -78,8 +96,7 @@ class ConnectionPool:
         with self._cond:
             while True:
                 if self._creds is None:
-                    raise NoCredentials("no oVirt credentials: secret openshift-machine-api/ovirt-credentials "
-                                        "is missing or invalid")
+                    raise NoCredentials(self._problem)
                 if self._idle:
                     self._borrowed += 1
                     return self._idle.pop()
@@ -118,13 +135,15 @@ class ConnectionPool:
         )
 
     @staticmethod
-    def _write_ca(creds: OvirtCredentials) -> str | None:
-        """One CA file for libcurl: the secret's CA file and bundle plus the system roots, since OpenShift trusts
-        all three (docs/compatibility.md#credentials) and libcurl takes a single file."""
-        if creds.insecure or not (creds.ca_file or creds.ca_bundle):
-            return None
+    def _write_ca(creds: OvirtCredentials, trusted_ca_bundle: str) -> str | None:
+        """One CA file for libcurl: the secret's CA file and bundle, the cluster-wide bundle and the system roots,
+        since OpenShift trusts them all (docs/compatibility.md#credentials and #cluster-wide-trust-and-proxy) and
+        libcurl takes a single file. Written with mode 0600; read again when the credentials change."""
+        cluster_bundle = trusted_ca_bundle if trusted_ca_bundle and os.path.isfile(trusted_ca_bundle) else ""
+        if creds.insecure or not (creds.ca_file or creds.ca_bundle or cluster_bundle):
+            return None  # libcurl's own system roots
         parts: list[str] = []
-        for path in (creds.ca_file, *_SYSTEM_CA_BUNDLES):
+        for path in (creds.ca_file, cluster_bundle, *_SYSTEM_CA_BUNDLES):
             if path and os.path.isfile(path):
                 with open(path) as f:
                     parts.append(f.read())

@@ -3,6 +3,8 @@
 `openshift-machine-api/ovirt-credentials` carries six string keys, produced by the cloud-credential-operator:
 ovirt_url, ovirt_username, ovirt_password, ovirt_cafile, ovirt_insecure, ovirt_ca_bundle. `ovirt_insecure`
 must parse as a boolean, as Go's strconv.ParseBool does; a missing or empty value rejects the whole secret.
+A refusal names where the values came from (the Secret actually read, which flags may name, or the file or
+directory a driver read them from), the key and what is wrong, never a value of another key.
 """
 
 from __future__ import annotations
@@ -39,34 +41,41 @@ class OvirtCredentials:
         return h.hexdigest()[:12]
 
 
-def _parse_bool(value: str) -> bool:
+def _parse_bool(value: str, source: str) -> bool:
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    raise InvalidCredentials(f"{SECRET_NAME}: ovirt_insecure must be a boolean (true/false), got {value!r}")
+    raise InvalidCredentials(f"{source}: key ovirt_insecure must be a boolean (true or false), got {value!r}")
 
 
-def from_secret_data(data: dict[str, str] | None, *, encoded: bool = True) -> OvirtCredentials:
-    """Parse a Secret's `data` (base64 values, `encoded=True`) or `stringData`-like plain values."""
+def from_secret(secret: dict) -> OvirtCredentials:
+    """Parse a Secret object as read from the API server; refusals name it as `secret namespace/name`."""
+    meta = secret.get("metadata") or {}
+    return from_secret_data(secret.get("data"), source=f"secret {meta.get('namespace')}/{meta.get('name')}")
+
+
+def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool = True) -> OvirtCredentials:
+    """Parse a Secret's `data` (base64 values, `encoded=True`) or `stringData`-like plain values. `source` names
+    where they came from in every refusal (no default: a default named the wrong object once)."""
     if not data:
-        raise InvalidCredentials(f"secret {SECRET_NAMESPACE}/{SECRET_NAME} has no data")
+        raise InvalidCredentials(f"{source} has no data")
     values: dict[str, str] = {}
     for key, raw in data.items():
         try:
-            values[key] = base64.b64decode(raw).decode() if encoded else raw
+            values[key] = base64.b64decode(raw, validate=True).decode() if encoded else raw
         except (ValueError, UnicodeDecodeError) as e:
-            raise InvalidCredentials(f"{SECRET_NAME}: key {key} is not valid base64 text") from e
+            raise InvalidCredentials(f"{source}: key {key} is not valid base64 text") from e
     for key in ("ovirt_url", "ovirt_username", "ovirt_password"):
         if not values.get(key):
-            raise InvalidCredentials(f"{SECRET_NAME}: key {key} is missing or empty")
+            raise InvalidCredentials(f"{source}: key {key} is missing or empty")
     if not values.get("ovirt_insecure"):
-        raise InvalidCredentials(f"{SECRET_NAME}: key ovirt_insecure is missing or empty (it must be true or false)")
+        raise InvalidCredentials(f"{source}: key ovirt_insecure is missing or empty (it must be true or false)")
     return OvirtCredentials(
         url=values["ovirt_url"].strip(),
         username=values["ovirt_username"].strip(),
         password=values["ovirt_password"],
-        insecure=_parse_bool(values["ovirt_insecure"].strip()),
+        insecure=_parse_bool(values["ovirt_insecure"].strip(), source),
         ca_file=values.get("ovirt_cafile", "").strip(),
         ca_bundle=values.get("ovirt_ca_bundle", ""),
     )

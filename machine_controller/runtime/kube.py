@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import enum
 import json
+import ssl
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import urllib3
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
+
+from .cluster_proxy import TRUSTED_CA_BUNDLE, existing_file, proxy_for
 
 # (connect, read) seconds for ordinary requests; watches pass their own read timeout.
 DEFAULT_REQUEST_TIMEOUT: tuple[float, float] = (10.0, 30.0)
@@ -119,14 +123,16 @@ def _reason(exc: ApiException) -> str | None:
 
 
 def load_api_client(
-    kubeconfig: str | None = None, context: str | None = None, pool_maxsize: int = 32, user_agent: str | None = None
+    kubeconfig: str | None = None, context: str | None = None, pool_maxsize: int = 32, user_agent: str | None = None,
+    trusted_ca_bundle: str | None = TRUSTED_CA_BUNDLE,
 ) -> k8s_client.ApiClient:
     """An ApiClient from a kubeconfig path, else the in-cluster service account.
 
     The pool is sized for N workers plus one long-lived watch connection per informer; urllib3's default
     (cpu_count * 5) can starve workers behind open watches on a small node. `user_agent` names the component: the
     API server records its first word as the field manager of every write (metadata.managedFields), which is how a
-    reader tells which controller wrote what (docs/architecture.md#deployment-modes).
+    reader tells which controller wrote what (docs/architecture.md#deployment-modes). `trusted_ca_bundle`: the
+    cluster-wide CA bundle, used where client-go would use the system roots (see `_as_client_go_would`).
     """
     configuration = k8s_client.Configuration()
     if kubeconfig:
@@ -134,10 +140,30 @@ def load_api_client(
     else:
         k8s_config.load_incluster_config(client_configuration=configuration)
     configuration.connection_pool_maxsize = pool_maxsize
+    _as_client_go_would(configuration, existing_file(trusted_ca_bundle))
     client = k8s_client.ApiClient(configuration)
     if user_agent:
         client.user_agent = user_agent
     return client
+
+
+def _as_client_go_would(configuration: k8s_client.Configuration, trusted_ca_bundle: str | None) -> None:
+    """The proxy and trust client-go's transport would use (docs/compatibility.md#cluster-wide-trust-and-proxy).
+
+    The client's own reading of the proxy environment differs from Go's (the lower-case variable first, proxy
+    credentials in the URL never sent, a proxy without a scheme refused, loopback proxied), so the choice is made
+    here by `proxy_for`, for the one API server this client talks to. Go verifies a server with the system roots
+    when the configuration names no CA, and an HTTPS proxy always with them; on the images MAO runs, those roots are
+    the mounted cluster bundle."""
+    proxy = proxy_for(configuration.host)
+    configuration.proxy = proxy.url if proxy else None  # set explicitly: the client reads the environment no more
+    configuration.no_proxy = None
+    if proxy and (proxy.username or proxy.password):
+        configuration.proxy_headers = urllib3.make_headers(proxy_basic_auth=f"{proxy.username}:{proxy.password}")
+    if proxy and proxy.url.startswith("https:"):
+        configuration.proxy_ssl_context = ssl.create_default_context(cafile=trusted_ca_bundle)
+    if trusted_ca_bundle and configuration.verify_ssl and not (configuration.ssl_ca_cert or configuration.ca_cert_data):
+        configuration.ssl_ca_cert = trusted_ca_bundle
 
 
 class Rest:

@@ -15,7 +15,7 @@ from machine_controller.config import PORT, WORKERS, FlagParser, add_kubeconfig_
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.request_metrics import RequestMetrics
-from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE, InvalidCredentials, from_secret_data
+from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE, InvalidCredentials, from_secret
 from machine_controller.runtime.controller import Controller, enqueue_mapped
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer
@@ -51,10 +51,10 @@ class CountingClient(OvirtClient):
 def credentials_handler(pool: ConnectionPool) -> EventHandler:
     def apply(obj: dict) -> None:
         try:
-            pool.set_credentials(from_secret_data(obj.get("data")))
+            pool.set_credentials(from_secret(obj))
         except InvalidCredentials as e:
             log.warning("ovirt credentials unusable", error=str(e))
-            pool.set_credentials(None)
+            pool.set_credentials(None, problem=str(e))
 
     return EventHandler(on_add=apply, on_update=lambda _old, new: apply(new),
                         on_delete=lambda _obj: pool.set_credentials(None))

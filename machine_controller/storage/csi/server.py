@@ -131,7 +131,8 @@ def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple
     if "controller" in args.services:
         if pool is None:
             pool = ConnectionPool(size=4, user_agent="ovirt-csi-driver")
-            pool.set_credentials(from_secret_data(read_credentials_dir(args.credentials_dir), encoded=False))
+            pool.set_credentials(from_secret_data(read_credentials_dir(args.credentials_dir), encoded=False,
+                                                  source=f"credentials directory {args.credentials_dir}"))
         client = OvirtClient(pool)
         pb_grpc.add_ControllerServicer_to_server(controller_servicer(pb, pb_grpc, Disks(client)), server)
     if "node" in args.services:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import re
 import socket
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, NoReturn, TypeVar
 
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
+from machine_controller.runtime.bounds import number_problem
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
 
 
@@ -70,19 +70,17 @@ class FlagParser(argparse.ArgumentParser):
 def bounded(kind: type[N], low: N, high: N) -> Callable[[str], N]:
     """An argparse `type` for a number of `kind` within [low, high]: every numeric flag enters through one, so a
     0 or a negative never starts a process that hangs or spins (a negative resync period was a busy loop, 0 engine
-    connections a silent hang). Floats must be finite."""
+    connections a silent hang). Floats must be finite. The classes the values go to check them again, in the same
+    words (runtime/bounds.py)."""
     def parse(text: str) -> N:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-        if isinstance(value, float) and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low:g}, got {text}")
-        if value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high:g}, got {text}")
+        problem = number_problem(value, low, high)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
     parse.__name__ = kind.__name__  # argparse names the type in some of its own messages
     return parse

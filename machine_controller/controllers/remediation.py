@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Callable
 
 import structlog
@@ -30,6 +30,7 @@ from api.meta import (ConditionSeverity, false_condition, format_time, get_condi
 from api.remediation import (FINALIZER, OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY,
                              OnExhaustion, OvirtRemediation, RemediationConditionType, RemediationPhase,
                              StorageRelease)
+from machine_controller.runtime.bounds import check_number
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
@@ -75,9 +76,13 @@ class RemediationTiming:
     request_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if not self.request_timeout_s > 0:
-            raise ValueError(f"RemediationTiming.request_timeout_s (the engine client's timeout) must be more than "
-                             f"0 seconds, not {self.request_timeout_s!r}")
+        # Checked here as well as by the flags (runtime/bounds.py): 0 power slots would hold every remediation
+        # waiting for one for ever, a delay of 0 or less would requeue in a busy loop.
+        check_number("RemediationTiming max_concurrent_power", self.max_concurrent_power, 1, integer=True,
+                     why="VMs that may be powered off at once")
+        for f in fields(self):
+            if f.name.endswith("_s"):
+                check_number(f"RemediationTiming {f.name}", getattr(self, f.name), 0, above=True, why="seconds")
 
     @property
     def lost_request_lands_by_s(self) -> float:

@@ -18,6 +18,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from . import metrics
+from .bounds import check_number
 from .informer import EventHandler
 from .kube import object_key
 from .logging import get_logger
@@ -72,8 +73,7 @@ class Controller:
         workers: int = 1,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        if workers < 1:
-            raise ValueError("workers must be >= 1")
+        check_number("Controller workers", workers, 1, integer=True, why="with none, no key is ever reconciled")
         self.name = name
         self.queue = queue
         self.reconcile = reconcile

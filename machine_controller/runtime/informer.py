@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from .bounds import check_number
 from .kube import Resource, Rest, Stream, object_key
 from .logging import get_logger
 
@@ -187,7 +188,11 @@ class Informer:
         transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """`transform` (client-go's SetTransform) trims each object before it is cached and handed to handlers:
-        what no reader needs is not kept a thousand times over."""
+        what no reader needs is not kept a thousand times over. `resync_period`: seconds, None or 0 for none (as
+        client-go's 0); a negative one made the resync loop spin, so it is refused here, not only by the flag."""
+        if resync_period:
+            check_number("Informer resync_period", resync_period, 0, above=True,
+                         why="seconds between resyncs; None or 0 for none")
         self.resource = resource
         self.transform = transform
         self.namespace = namespace

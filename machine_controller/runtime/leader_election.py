@@ -26,6 +26,7 @@ from typing import Any, Callable
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from .bounds import check_number
 from .kube import LEASES, ErrorKind, Rest, classify
 from .logging import get_logger
 
@@ -45,8 +46,15 @@ class LeaderElectionConfig:
     def __post_init__(self) -> None:
         if not self.identity:
             raise ValueError("leader election identity must not be empty")
-        if not self.lease_duration > self.renew_deadline > _JITTER * self.retry_period > 0:
-            raise ValueError("need lease_duration > renew_deadline > 1.2 * retry_period > 0 (client-go's rule)")
+        # client-go's rule, also checked by the flags (config.py) in their names.
+        for name in ("lease_duration", "renew_deadline", "retry_period"):
+            check_number(f"LeaderElectionConfig {name}", getattr(self, name), 0, above=True, why="seconds")
+        if self.renew_deadline >= self.lease_duration:
+            raise ValueError(f"LeaderElectionConfig renew_deadline must be below lease_duration "
+                             f"({self.lease_duration:g}), got {self.renew_deadline:g} (client-go's rule)")
+        if self.renew_deadline <= _JITTER * self.retry_period:
+            raise ValueError(f"LeaderElectionConfig retry_period: {_JITTER:g} times it must be below renew_deadline "
+                             f"({self.renew_deadline:g}), got {self.retry_period:g} (client-go's rule)")
 
 
 def _micro_time(moment: datetime) -> str:

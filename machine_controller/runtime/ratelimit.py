@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Callable, Protocol
 
+from .bounds import check_number
+
 Clock = Callable[[], float]
 
 
@@ -28,8 +30,8 @@ class ItemExponentialBackoff:
     """`base * 2**failures`, capped. client-go defaults: 5 ms base, 1000 s cap."""
 
     def __init__(self, base: float = 0.005, cap: float = 1000.0) -> None:
-        if base <= 0 or cap < base:
-            raise ValueError("need 0 < base <= cap")
+        check_number("ItemExponentialBackoff base", base, 0, above=True, why="the first retry delay, in seconds")
+        check_number("ItemExponentialBackoff cap", cap, base, why="the longest retry delay, never below base")
         self.base = base
         self.cap = cap
         self._failures: dict[str, int] = {}
@@ -61,8 +63,8 @@ class TokenBucket:
     """
 
     def __init__(self, qps: float = 10.0, burst: int = 100, clock: Clock = time.monotonic) -> None:
-        if qps <= 0 or burst < 1:
-            raise ValueError("need qps > 0 and burst >= 1")
+        check_number("TokenBucket qps", qps, 0, above=True, why="tokens a second")
+        check_number("TokenBucket burst", burst, 1, integer=True, why="tokens saved up")
         self.qps = qps
         self.burst = burst
         self._clock = clock

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from .bounds import check_number
 from .logging import get_logger
 from .metrics_auth import MetricsAuth
 
@@ -80,6 +81,7 @@ class HealthServer:
         serving_cert: ServingCert | None = None,
         metrics_auth: MetricsAuth | None = None,
     ) -> None:
+        check_number("HealthServer port", port, 0, 65535, integer=True, why="0 for any free port")
         self.healthz: dict[str, Check] = {"ping": lambda: True}
         self.readyz: dict[str, Check] = {"ping": lambda: True}
         self._registry = registry if registry is not None else REGISTRY

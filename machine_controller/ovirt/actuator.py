@@ -23,17 +23,17 @@ import ovirtsdk4.types as types
 import structlog
 
 from api import keys
-from api.ids import is_ovirt_id, provider_id, vm_id_from_provider_id
-from api.field_errors import InvalidProviderSpec
+from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id, provider_id, vm_id_from_provider_id
+from api.field_errors import FieldError, InvalidProviderSpec
 from api.machine import Machine
 from api.meta import NodeAddress
-from api.provider_spec import OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
+from api.provider_spec import PROVIDER_SPEC_PATH, OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
 from api.validation import load_provider_spec
 from machine_controller.controllers.actuator import (InstanceNotOwned, InstanceStatus, InvalidMachineConfiguration,
                                                      Progress)
 
 from .addresses import machine_addresses, usable_ips
-from .client import OvirtClient
+from .client import NotAnOvirtId, OvirtClient
 from .engine_limits import check_memory, check_vm_name
 from .cluster_inputs import USER_DATA_PATH
 from .errors import (BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError,
@@ -238,11 +238,17 @@ class OvirtActuator:
         return self.client.vm_by_name(machine.metadata.name)
 
     def _cluster_of(self, machine: Machine) -> types.Cluster | None:
+        """The cluster whose list of VMs may serve the Machine's looks, or None: the VM is then asked for on its
+        own, by its recorded id or its name, which need nothing of the spec. So an invalid spec never reaches the
+        engine, and a Machine is deleted whatever its spec says (docs/architecture.md#acting-only-on-what-is-ours)."""
         try:
             spec = load_provider_spec(machine.spec.provider_spec.value)
         except InvalidProviderSpec:
             return None
-        cluster = self._lookups.cluster(spec.cluster_id)
+        try:
+            cluster = self._lookups.cluster(spec.cluster_id)
+        except NotAnOvirtId:
+            return None
         return cluster if cluster is not None and cluster.name else None
 
     def _known_id(self, machine: Machine) -> str | None:
@@ -277,6 +283,13 @@ class OvirtActuator:
             progress = self._provision(machine, spec)
         except NotYet as e:
             progress = _next_list(machine, e, self._known_id(machine))
+        except NotAnOvirtId as e:
+            # The client's last guard met an id the validation let through: the Machine is told which field.
+            fields = [f"{PROVIDER_SPEC_PATH}.{field}" for field, value in spec.ids() if value == e.value]
+            if not fields:
+                raise  # not the spec's: the engine gave it, and the Machine cannot change it
+            raise InvalidMachineConfiguration("; ".join(
+                str(FieldError(f, f'Invalid value: "{e.value}": {NOT_AN_OVIRT_ID}')) for f in fields)) from None
         except (NotFoundError, BadRequestError):
             # Something we kept (a template, a group) may be gone or recreated: look everything up again.
             self._lookups.forget()

@@ -61,8 +61,12 @@ def reply(out: dict) -> int:
 
 
 # --- configuration and lookups -------------------------------------------------------------------------------
+def conf_path() -> str:
+    return os.environ.get(CONF_ENV) or str(Path(sys.argv[0]).resolve().parent / CONF_NAME)
+
+
 def load_conf() -> dict:
-    path = os.environ.get(CONF_ENV) or str(Path(sys.argv[0]).resolve().parent / CONF_NAME)
+    path = conf_path()
     try:
         with open(path) as f:
             conf = json.load(f)
@@ -72,7 +76,8 @@ def load_conf() -> dict:
         raise Failure(f"configuration file {path} unreadable: {e}")
     if not isinstance(conf, dict):
         raise Failure(f"configuration file {path} is not a JSON object")
-    return conf
+    # The DaemonSet writes strings only; anything else would be read as its text ("None" for a null engine URL).
+    return strings_only(conf, f"configuration file {path}: key")
 
 
 def parse_options(raw: str) -> dict:
@@ -82,11 +87,21 @@ def parse_options(raw: str) -> dict:
         raise Failure(f"options are not JSON: {e}")
     if not isinstance(opts, dict):
         raise Failure("options are not a JSON object")
-    return opts
+    # A PV's flexVolume.options is a map of strings, and so is what kubelet adds to it: anything else is refused by
+    # its key rather than read as its text (a volumeID "None").
+    return strings_only(opts, "the volume's flexVolume option")
+
+
+def strings_only(values: dict, named: str) -> dict:
+    """`values`, once every value is a string; else a Failure `<named> <key> is <JSON value>, not a string`."""
+    for key, value in values.items():
+        if not isinstance(value, str):
+            raise Failure(f"{named} {key} is {json.dumps(value)}, not a string")
+    return values
 
 
 def disk_id_of(opts: dict) -> str:
-    disk_id = str(opts.get(VOLUME_ID, "")).strip()
+    disk_id = opts.get(VOLUME_ID, "").strip()
     if not disk_id:
         raise Failure(f"the volume's flexVolume.options has no {VOLUME_ID} (the oVirt disk id)")
     if not is_ovirt_id(disk_id):
@@ -132,9 +147,10 @@ def disks_from(conf: dict):
     from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
     from machine_controller.storage.disks import Disks
     try:
-        creds = from_secret_data({k: str(v) for k, v in conf.items() if k.startswith("ovirt_")}, encoded=False)
+        creds = from_secret_data({k: v for k, v in conf.items() if k.startswith("ovirt_")}, encoded=False,
+                                 source=f"configuration file {conf_path()}")
     except InvalidCredentials as e:
-        raise Failure(f"configuration: {e}")
+        raise Failure(str(e))
     pool = ConnectionPool(size=1, timeout_s=60, user_agent="ovirt-flexvolume-driver")
     pool.set_credentials(creds)
     return Disks(OvirtClient(pool))

@@ -199,3 +199,48 @@ def test_a_node_naming_another_nodes_vm_gets_nothing_attached(engine):
     _, out = run_driver("detach", "pvc-flex", "node-c", env=env)
     assert out["status"] == "Failure" and "not the node's VM" in out["message"], out
     assert disks.attachment(vm_id, disk_id) is not None  # node-a's attachment untouched
+
+
+DISK = "8d5b3b2a-1c4e-4f7a-9d2b-0123456789ab"
+
+
+@pytest.mark.parametrize("argv", [
+    ("attach", json.dumps({"volumeID": None}), "node1"),
+    ("isattached", "node1", json.dumps({"volumeID": None})),
+    ("getvolumename", json.dumps({"volumeID": DISK, "kubernetes.io/pvOrVolumeName": None})),
+    ("mountdevice", "/tmp/m", "", json.dumps({"volumeID": DISK, "kubernetes.io/fsType": None})),
+])
+def test_a_null_option_is_refused_by_name_never_read_as_the_text_none(argv, tmp_path):
+    """kubelet passes the PV's flexVolume.options, strings only; a null is refused naming its key, where it was
+    read as the text "None" (a disk id "None", a volume named "None")."""
+    key = next(k for k, v in json.loads(next(a for a in argv if a.startswith("{"))).items() if v is None)
+    _, out = run_driver(*argv, env={"OVIRT_FLEXDRIVER_CONF": str(tmp_path / "absent.json")})
+    assert out["status"] == "Failure", out
+    assert f"option {key}" in out["message"] and "null" in out["message"], out
+    assert "None" not in out["message"], out
+
+
+@pytest.mark.parametrize("key", ["ovirt_url", "ovirt_cafile", "ovirt_username", "kube_server"])
+def test_a_null_configuration_value_is_refused_naming_the_file_and_key(key, tmp_path):
+    """The engine URL (and every other key) comes from the configuration file the DaemonSet writes: a null there
+    reached the engine as the URL "None" ("No host present") or the CA file "None"."""
+    conf = tmp_path / "conf.json"
+    values = {"ovirt_url": "https://engine.example/ovirt-engine/api", "ovirt_username": "admin@internal",
+              "ovirt_password": "p", "ovirt_insecure": "false", "ovirt_cafile": str(tmp_path / "ca.pem"),
+              "kube_server": "https://127.0.0.1:1", "kube_token_file": str(tmp_path / "token")}
+    conf.write_text(json.dumps({**values, key: None}))
+    _, out = run_driver("attach", json.dumps({"volumeID": DISK}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
+    assert out["status"] == "Failure", out
+    assert str(conf) in out["message"] and key in out["message"] and "null" in out["message"], out
+    assert "None" not in out["message"] and "No host" not in out["message"], out
+
+
+def test_an_empty_engine_url_in_the_configuration_is_refused_naming_the_file_and_key(tmp_path):
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"ovirt_url": "", "ovirt_username": "admin@internal", "ovirt_password": "p",
+                                "ovirt_insecure": "true", "kube_server": "https://127.0.0.1:1",
+                                "kube_token_file": str(tmp_path / "token")}))
+    _, out = run_driver("attach", json.dumps({"volumeID": DISK}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
+    assert out["status"] == "Failure", out
+    assert str(conf) in out["message"] and "ovirt_url" in out["message"] and "empty" in out["message"], out
+    assert "No host" not in out["message"], out

@@ -348,9 +348,10 @@ class MachineReconciler:
             progress = self._actuator.delete(machine)
         except InstanceNotOwned as e:
             return self._not_owned(obj, machine, e)
-        except ActuatorError:
+        except ActuatorError as e:
             self._metrics.delete_failed.labels(machine.metadata.name, machine.metadata.namespace,
                                                MachineErrorReason.DELETE_ERROR).inc()
+            self._deletion_waits(obj, machine, str(e))
             raise
         if not progress.done:
             self._record_instance(obj, machine, progress, passing=not progress.problem)
@@ -389,6 +390,17 @@ class MachineReconciler:
                 return None
             raise
         return hold_for_volumes(self._rest, current, self._events, obj, "the VM is gone", attached=attached)
+
+    def _deletion_waits(self, obj: dict, machine: Machine, error: str) -> None:
+        """The cloud could not be asked (unreachable, credentials refused) or could not act: nothing proves the
+        instance gone, so the finalizer stays. The Machine says why its deletion waits, with a Warning event and
+        `InstanceExists=Unknown`, and the work queue retries it with its growing backoff: a deletion always ends
+        once the cloud answers, and never on a guess (docs/architecture.md#acting-only-on-what-is-ours)."""
+        message = f"the instance cannot be confirmed gone, so the deletion waits and is retried with backoff: {error}"
+        self._events.warning(obj, "FailedDelete", message)
+        condition = unknown_condition(MachineConditionType.INSTANCE_EXISTS,
+                                      MachineConditionReason.ERROR_CHECKING_PROVIDER, message)
+        self._write_status(obj, machine, MachinePhase.DELETING, conditions=[condition])
 
     def _delete_problem(self, obj: dict, machine: Machine, message: str) -> None:
         """The cloud cannot say whether the instance is off (its host does not answer): nothing is sent to it, and

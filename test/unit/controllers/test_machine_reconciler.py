@@ -243,6 +243,15 @@ def _missing_dependency_told(w: World) -> None:
     assert exists["message"] == "template rhcos-tpl not found" and exists["severity"] == "Warning"
 
 
+def _deletion_wait_told(w: World) -> None:
+    """The Machine says why its deletion waits, in the cloud's words, and that it is retried."""
+    exists = next(c for c in w.machine()["status"]["conditions"] if c["type"] == "InstanceExists")
+    assert "oVirt engine unreachable: connection refused" in exists["message"], exists
+    assert "retried" in exists["message"] and "deletion" in exists["message"], exists
+    assert all("oVirt engine unreachable: connection refused" in e.message for e in w.events.recorded), \
+        w.events.recorded
+
+
 def _references_to_the_other_vm_dropped(w: World) -> None:
     m = w.machine()
     assert m["spec"].get("providerID") != OTHER_PID
@@ -542,10 +551,17 @@ ROWS = [
         machine("Deleting", deleting=True, node=True, pre_terminate=True, conditions=DRAINED), [None],
         node=node_obj(True), phase="Deleting", conditions={"Drained": "True", "Terminable": "False/HookPresent"},
         node_after="cordoned", check=_terminate_hook_named),
-    Row("deletion: the actuator fails -> retried, finalizer kept, Node kept",
-        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [ActuatorError], node=node_obj(True),
-        delete=[ActuatorError("engine unreachable")], phase="Deleting", node_after="cordoned",
-        calls={"delete": 1}),
+    Row("deletion: the cloud cannot be asked -> told (InstanceExists Unknown, FailedDelete), retried with the "
+        "queue's backoff, finalizer and Node kept",
+        machine("Deleting", deleting=True, node=True, conditions=DRAINED), [ActuatorError, ActuatorError],
+        node=node_obj(True), delete=[ActuatorError("oVirt engine unreachable: connection refused")],
+        phase="Deleting", conditions={"InstanceExists": "Unknown/ErrorCheckingProvider", "Drained": "True"},
+        events=[("Warning", "FailedDelete"), ("Warning", "FailedDelete")], node_after="cordoned",
+        calls={"delete": 2}, check=_deletion_wait_told),
+    Row("deletion of a Machine that never had an instance, the cloud unreachable, then answering -> told, then gone",
+        machine("Failed", deleting=True, error_reason="InvalidConfiguration"), [ActuatorError, None],
+        delete=[ActuatorError("oVirt engine unreachable: connection refused"), GONE_FROM_CLOUD], phase=GONE,
+        events=[("Warning", "FailedDelete"), ("Normal", "Deleted")], calls={"delete": 2}),
     Row("deletion: the Node delete fails -> retried, finalizer kept",
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Exception], node=node_obj(True),
         delete=[GONE_FROM_CLOUD], setup=lambda w: w.api.fail("DELETE", NODES, 500), phase="Deleting",

@@ -20,11 +20,14 @@ import sys
 import threading
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import ovirtsdk4.types as types
+
+from machine_controller.storage import mounts
 
 REPO = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -243,18 +246,31 @@ def _stop(procs: list[subprocess.Popen]) -> None:
             p.wait(5)
 
 
+@dataclass(frozen=True)
+class Host:
+    sim: Any
+    vm: str  # the VM standing for the node, its node id
+    endpoint: str  # the node service's (and, in one process, the controller's)
+    controller_endpoint: str
+
+
 @contextmanager
-def node_host(root: Path) -> Iterator[tuple[Any, str, str]]:
-    """A simulator, one VM standing for the node, its disks as loop devices, and the driver with both services:
-    yields (simulator, VM id, endpoint); whatever a failed test left mounted below `root` is unmounted after."""
+def node_host(root: Path, split: bool = False) -> Iterator[Host]:
+    """A simulator, one VM standing for the node, its disks as loop devices, and the driver: one process with both
+    services, or (`split`) a controller process and a node process on endpoints of their own, as config/storage/csi
+    deploys them. Whatever a failed test left mounted below `root` is unmounted after."""
     from hack.ovirtsim.testing import running_simulator
 
     with running_simulator(root / "sim") as sim:
         vm = make_vm(sim)
         try:
-            with LoopDisks(sim.control, vm, root / "node") as loops, \
-                    running_driver(root / "driver", sim, node_id=vm, by_id_dir=loops.by_id_dir) as endpoint:
-                yield sim, vm, endpoint
+            with LoopDisks(sim.control, vm, root / "node") as loops, ExitStack() as drivers:
+                endpoint = drivers.enter_context(running_driver(
+                    root / "driver", sim, services="node" if split else "controller,node", node_id=vm,
+                    by_id_dir=loops.by_id_dir))
+                controller = drivers.enter_context(running_driver(root / "controller", sim, services="controller")) \
+                    if split else endpoint
+                yield Host(sim, vm, endpoint, controller)
         finally:
             unmount_under(root)
 
@@ -296,8 +312,8 @@ def online_resize_usable(work: Path, fs: str = "ext4") -> str:
 
 def unmount_under(root: Path) -> None:
     """Lazily unmount whatever a failed test left mounted below `root` (deepest first), so no mount outlives it."""
-    prefix = str(root.resolve()) + "/"
-    with open("/proc/self/mountinfo") as f:
-        points = [line.split()[4] for line in f if line.split()[4].startswith(prefix)]
+    prefix = mounts.canonical(str(root)) + "/"
+    points = {m.point for m in mounts.table() if m.point.startswith(prefix)}
     for point in sorted(points, key=len, reverse=True):
-        subprocess.run(["umount", "-l", point], capture_output=True)
+        for _ in mounts.stacked_at(point):
+            subprocess.run(["umount", "-l", point], capture_output=True)

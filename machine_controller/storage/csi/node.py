@@ -17,21 +17,12 @@ import grpc
 
 from api.ids import is_ovirt_id
 
-from ..flexvolume import current_fs, device_links, find_device, format_and_mount, is_mountpoint, must_run
+from .. import mounts
+from ..flexvolume import current_fs, device_links, find_device, format_and_mount, must_run
 from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import DEFAULT_FS, is_block, unsupported
 
 DEVICE_WAIT_S = 10.0  # udev may create the by-id link a moment after the hot-plug
-
-
-def _mount_source(path: str) -> str:
-    """The device (or, for a bind mount, the root inside it) mounted at `path`, from /proc/self/mountinfo."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == path:
-                return fields[fields.index("-") + 2]
-    return ""
 
 
 def _volume_path_and_device(request) -> tuple[str, str]:
@@ -75,8 +66,11 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
         return request.volume_capability
 
     def unmount(path: str) -> None:
-        if is_mountpoint(path):
-            must_run(["umount", path])
+        # Every mount stacked there, proven gone: an OK over a live mount lets the disk be detached under it.
+        try:
+            mounts.unmount_all(path, lambda point: must_run(["umount", point]))
+        except mounts.StillMounted as e:
+            raise CsiError(grpc.StatusCode.INTERNAL, str(e))
 
     class Node(pb_grpc.NodeServicer):
         @rpc
@@ -96,10 +90,12 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
             device = wait_device(request.volume_id)
             if is_block(cap):
                 return pb.NodeStageVolumeResponse()  # the raw device is bind-mounted at publish
-            path = request.staging_target_path
-            if is_mountpoint(path):
-                if os.path.realpath(_mount_source(path)) != os.path.realpath(device):
-                    raise CsiError(grpc.StatusCode.ALREADY_EXISTS, f"{path} holds another device")
+            path = mounts.canonical(request.staging_target_path)
+            staged = mounts.top_mount(path)
+            if staged is not None:
+                if not mounts.holds_device(staged, device):
+                    raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
+                                   f"{request.staging_target_path} holds {staged.source}, not {device}")
                 return pb.NodeStageVolumeResponse()
             fs = (cap.mount.fs_type or DEFAULT_FS).lower()
             format_and_mount(device, path, fs, list(cap.mount.mount_flags))
@@ -115,16 +111,16 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
         def NodePublishVolume(self, request, context):
             require(request, "volume_id", "target_path", "staging_target_path")  # this driver stages volumes
             cap = check_cap(request)
-            target = request.target_path
-            if is_mountpoint(target):
+            target = mounts.canonical(request.target_path)
+            if mounts.is_mountpoint(target):
                 return pb.NodePublishVolumeResponse()
             if is_block(cap):
                 source = wait_device(request.volume_id)
                 os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
                 open(target, "a").close()  # a bind mount of a device needs a file to cover
             else:
-                source = request.staging_target_path
-                if not is_mountpoint(source):
+                source = mounts.canonical(request.staging_target_path)
+                if not mounts.is_mountpoint(source):
                     raise CsiError(grpc.StatusCode.FAILED_PRECONDITION, f"volume is not staged at {source}")
                 os.makedirs(target, exist_ok=True)
             must_run(["mount", "-o", "bind", source, target])
@@ -136,7 +132,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
         @rpc
         def NodeUnpublishVolume(self, request, context):
             require(request, "volume_id", "target_path")
-            target = request.target_path
+            target = mounts.canonical(request.target_path)
             unmount(target)
             if os.path.isdir(target):
                 os.rmdir(target)

@@ -1,14 +1,18 @@
 """ovirt-csi-driver's Node service on real block devices (loop devices standing for the hot-plugged disks,
 hack/csi_host.py): a published volume is read-only when asked, data survives unstage/stage, the stats are the
-filesystem's, and an expanded volume's filesystem grows online."""
+filesystem's, an expanded volume's filesystem grows online, and paths the mount table spells otherwise (a
+symlinked kubelet root, a space, a trailing slash) are staged, published and unmounted all the same."""
 
 from __future__ import annotations
 
 import errno
 import os
 import shutil
+import subprocess
 import time
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import pytest
@@ -23,10 +27,10 @@ def node(tmp_path):
     why = loop_devices_usable()
     if why:
         pytest.skip(f"machine limitation: {why}")
-    with node_host(tmp_path) as (_sim, vm, endpoint):
-        csi = CsiClient(endpoint)
+    with node_host(tmp_path) as host:
+        csi = CsiClient(host.endpoint)
         try:
-            yield csi, vm, tmp_path
+            yield csi, host.vm, tmp_path
         finally:
             csi.close()
 
@@ -116,3 +120,93 @@ def test_online_expansion_grows_the_filesystem(online_resize, node):
 
     csi.node.NodeUnpublishVolume(pb.NodeUnpublishVolumeRequest(volume_id=vol.volume_id, target_path=rw))
     csi.node.NodeUnstageVolume(pb.NodeUnstageVolumeRequest(volume_id=vol.volume_id, staging_target_path=staging))
+
+
+def _mounted(path: str) -> bool:
+    """util-linux's answer, independent of the driver's own reading of the mount table."""
+    return subprocess.run(["mountpoint", "-q", path]).returncode == 0
+
+
+def _quirky_root(tmp) -> str:
+    """A kubelet root reached through a symlink, with a space in its name."""
+    (tmp / "kubelet root").mkdir()
+    (tmp / "kubelet link").symlink_to(tmp / "kubelet root")
+    return f"{tmp}/kubelet link"
+
+
+@dataclass
+class Volume:
+    """A new volume published to the node, and the node calls for it as the kubelet makes them."""
+    csi: CsiClient
+    cap: Any
+    staging: str
+    target: str
+    volume_id: str = ""
+
+    def __post_init__(self) -> None:
+        pb = self.csi.pb
+        self.volume_id = self.csi.create(f"pvc-{uuid.uuid4()}", required=GIB, caps=[self.cap]).volume_id
+        self.csi.controller.ControllerPublishVolume(pb.ControllerPublishVolumeRequest(
+            volume_id=self.volume_id, node_id=self.csi.node.NodeGetInfo(pb.NodeGetInfoRequest()).node_id,
+            volume_capability=self.cap))
+
+    def stage(self) -> None:
+        self.csi.node.NodeStageVolume(self.csi.pb.NodeStageVolumeRequest(
+            volume_id=self.volume_id, staging_target_path=self.staging, volume_capability=self.cap), timeout=60)
+
+    def unstage(self) -> None:
+        self.csi.node.NodeUnstageVolume(self.csi.pb.NodeUnstageVolumeRequest(
+            volume_id=self.volume_id, staging_target_path=self.staging))
+
+    def publish(self) -> None:
+        self.csi.node.NodePublishVolume(self.csi.pb.NodePublishVolumeRequest(
+            volume_id=self.volume_id, staging_target_path=self.staging, target_path=self.target,
+            volume_capability=self.cap))
+
+    def unpublish(self) -> None:
+        self.csi.node.NodeUnpublishVolume(self.csi.pb.NodeUnpublishVolumeRequest(
+            volume_id=self.volume_id, target_path=self.target))
+
+
+def test_stage_under_symlink_with_space_and_trailing_slash(node):
+    csi, _, tmp = node
+    kubelet = _quirky_root(tmp)
+    vol = Volume(csi, csi.mount_cap(), f"{kubelet}/staging dir/", f"{kubelet}/pods/vol 1/mount")
+    vol.stage()
+    assert _mounted(vol.staging)
+    vol.unstage()
+    assert not _mounted(vol.staging), "NodeUnstageVolume answered OK and left the filesystem mounted"
+
+    vol.stage()
+    vol.stage()  # idempotent on this path too
+    vol.publish()
+    vol.publish()
+    with open(os.path.join(vol.target, "hello"), "w") as f:
+        f.write("data")
+    vol.unpublish()
+    assert not os.path.lexists(vol.target)
+    vol.unstage()
+    assert not _mounted(vol.staging)
+
+
+def test_block_publish_under_symlink_with_space(node):
+    csi, _, tmp = node
+    kubelet = _quirky_root(tmp)
+    vol = Volume(csi, csi.block_cap(), f"{kubelet}/staging dir/", f"{kubelet}/plugins/volumeDevices/vol 1/dev")
+    vol.stage()
+    vol.publish()
+    vol.publish()  # idempotent: no second bind mount over the first
+    assert _mounted(vol.target)
+    vol.unpublish()
+    assert not os.path.lexists(vol.target) and not _mounted(vol.target)
+    vol.unstage()
+
+
+def test_unstage_removes_every_mount_stacked_at_the_staging_path(node):
+    csi, _, tmp = node
+    vol = Volume(csi, csi.mount_cap(), str(tmp / "staging"), str(tmp / "pods" / "rw"))
+    vol.stage()
+    # A second mount over the first, as a retried mount that raced the first one leaves it.
+    subprocess.run(["mount", "--bind", vol.staging, vol.staging], check=True)
+    vol.unstage()
+    assert not _mounted(vol.staging), "NodeUnstageVolume answered OK over a mount it left"

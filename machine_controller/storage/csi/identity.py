@@ -16,8 +16,12 @@ def _version() -> str:
         return "0.0.0"
 
 
-def identity_servicer(pb: Any, pb_grpc: Any, controller: bool, probe: Callable[[], None] | None) -> Any:
-    """`probe` raises when the engine cannot be reached (the controller side); the node side has no engine."""
+def identity_servicer(pb: Any, pb_grpc: Any, probe: Callable[[], None] | None) -> Any:
+    """`probe` raises when the engine cannot be reached (the controller side); the node side has no engine.
+
+    The capabilities are the plugin's, the same from every instance whichever services it serves: the CSI spec's
+    GetPluginCapabilities requires it, and a caller that asks the node instance (csi-sanity does) would otherwise
+    take the controller service for absent (docs/storage.md#csi-driver)."""
     service = pb.PluginCapability.Service.Type
     expansion = pb.PluginCapability.VolumeExpansion.Type
 
@@ -28,11 +32,9 @@ def identity_servicer(pb: Any, pb_grpc: Any, controller: bool, probe: Callable[[
 
         @rpc
         def GetPluginCapabilities(self, request, context):
-            caps = [pb.PluginCapability(volume_expansion=pb.PluginCapability.VolumeExpansion(type=expansion.ONLINE))]
-            if controller:
-                caps.insert(0, pb.PluginCapability(service=pb.PluginCapability.Service(
-                    type=service.CONTROLLER_SERVICE)))
-            return pb.GetPluginCapabilitiesResponse(capabilities=caps)
+            return pb.GetPluginCapabilitiesResponse(capabilities=[
+                pb.PluginCapability(service=pb.PluginCapability.Service(type=service.CONTROLLER_SERVICE)),
+                pb.PluginCapability(volume_expansion=pb.PluginCapability.VolumeExpansion(type=expansion.ONLINE))])
 
         @rpc
         def Probe(self, request, context):

@@ -138,7 +138,7 @@ def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple
     if "node" in args.services:
         pb_grpc.add_NodeServicer_to_server(node_servicer(pb, pb_grpc, node_id_of(args), args.device_wait), server)
     pb_grpc.add_IdentityServicer_to_server(
-        identity_servicer(pb, pb_grpc, "controller" in args.services, client.ping if client else None), server)
+        identity_servicer(pb, pb_grpc, client.ping if client else None), server)
     server.add_insecure_port(listen_address(args.endpoint))
     return server, pool
 

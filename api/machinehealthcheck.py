@@ -12,6 +12,7 @@ from api import keys
 from api._codec import JSONObject
 from api._fields import prop
 from api.crd_info import CRDInfo, PrinterColumn
+from api.field_errors import FieldError
 from api.machine import CONDITIONS_LIST_MAP
 from api.meta import Condition, KubeObject, LabelSelector, ObjectMeta, ObjectReference
 
@@ -23,6 +24,23 @@ MAX_UNHEALTHY_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"
 STARTUP_TIMEOUT_PATTERN = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
 DEFAULT_MAX_UNHEALTHY = "100%"
+
+# A remediation template's reference (docs/architecture.md#acting-only-on-what-is-ours): the rules the controller
+# keeps before it looks for a registered remediator (controllers/remediators.py), which the admission policy repeats
+# in CEL (hack/gen_admission.py), in these words.
+REMEDIATION_TEMPLATE_PATH = "spec.remediationTemplate"
+TEMPLATE_SUFFIX = "Template"
+# `<group>/<version>`, or a bare version for the core group: one slash at most, nothing empty around it.
+API_VERSION_PATTERN = r"^([^/]+/)?[^/]+$"
+# Kubernetes keeps these domains for its own APIs (API review's protected groups); a group without a dot is one of
+# its early groups (apps, batch, policy...).
+KUBERNETES_DOMAINS = ("k8s.io", "kubernetes.io")
+API_VERSION_REQUIRED = "Required value: the remediator's API group and version, such as remediation.ovirt.org/v1alpha1"
+API_VERSION_FORM = "must be <group>/<version>"
+BUILTIN_GROUP = "is Kubernetes' own, never a remediator's"
+KIND_REQUIRED = "Required value: the template's kind, such as OvirtRemediationTemplate"
+KIND_FORM = f"a remediation template's kind ends in {TEMPLATE_SUFFIX}"
+NAME_REQUIRED = "Required value: the name of the template, in the MachineHealthCheck's namespace"
 DEFAULT_NODE_STARTUP_TIMEOUT = "10m"
 
 
@@ -133,6 +151,34 @@ class MachineHealthCheck(KubeObject):
     status: MachineHealthCheckStatus = prop(
         "status", default_factory=MachineHealthCheckStatus, doc="Observed state of the check."
     )
+
+
+def builtin_group(group: str) -> bool:
+    """Whether an API group is Kubernetes' own (the core group is "")."""
+    return "." not in group or any(group == d or group.endswith("." + d) for d in KUBERNETES_DOMAINS)
+
+
+def validate_remediation_template(ref: ObjectReference) -> list[FieldError]:
+    """What is wrong with a remediation template's reference whatever remediators are installed, each problem with
+    its field path; an empty list when the reference may name a remediator."""
+    path = REMEDIATION_TEMPLATE_PATH
+    errors = []
+    if not ref.api_version:
+        errors.append(FieldError(f"{path}.apiVersion", API_VERSION_REQUIRED))
+    elif not re.fullmatch(API_VERSION_PATTERN, ref.api_version):
+        errors.append(FieldError(f"{path}.apiVersion", f'Invalid value: "{ref.api_version}": {API_VERSION_FORM}'))
+    else:
+        group = ref.api_version.rpartition("/")[0]
+        what = "the core API group" if not group else f"API group {group}"
+        if builtin_group(group):
+            errors.append(FieldError(f"{path}.apiVersion", f'Forbidden: "{ref.api_version}": {what} {BUILTIN_GROUP}'))
+    if not ref.kind:
+        errors.append(FieldError(f"{path}.kind", KIND_REQUIRED))
+    elif not ref.kind.endswith(TEMPLATE_SUFFIX) or ref.kind == TEMPLATE_SUFFIX:
+        errors.append(FieldError(f"{path}.kind", f'Invalid value: "{ref.kind}": {KIND_FORM}'))
+    if not ref.name:
+        errors.append(FieldError(f"{path}.name", NAME_REQUIRED))
+    return errors
 
 
 def max_unhealthy_count(value: int | str | None, total: int) -> int:

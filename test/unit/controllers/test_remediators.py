@@ -79,3 +79,39 @@ def test_groups_of_other_projects_under_k8s_like_names_still_qualify():
         role = _role(([group], ["metal3remediationtemplates", "metal3remediations"]))
         kinds = remediation_kinds(_check(f"{group}/v1beta1", "Metal3RemediationTemplate"), [role])
         assert kinds is not None and kinds.group == group
+
+
+@pytest.mark.parametrize("api_version, kind, name, said", [
+    ("", "OvirtRemediationTemplate", "t",
+     "spec.remediationTemplate.apiVersion: Required value: the remediator's API group and version, such as "
+     "remediation.ovirt.org/v1alpha1"),
+    ("remediation.ovirt.org/", "OvirtRemediationTemplate", "t",
+     'spec.remediationTemplate.apiVersion: Invalid value: "remediation.ovirt.org/": must be <group>/<version>'),
+    ("a/b/c", "OvirtRemediationTemplate", "t",
+     'spec.remediationTemplate.apiVersion: Invalid value: "a/b/c": must be <group>/<version>'),
+    ("v1", "PodTemplate", "t",
+     "spec.remediationTemplate.apiVersion: Forbidden: \"v1\": the core API group is Kubernetes' own, never a "
+     "remediator's"),
+    ("remediation.ovirt.org/v1alpha1", "", "t",
+     "spec.remediationTemplate.kind: Required value: the template's kind, such as OvirtRemediationTemplate"),
+    ("remediation.ovirt.org/v1alpha1", "OvirtRemediation", "t",
+     'spec.remediationTemplate.kind: Invalid value: "OvirtRemediation": a remediation template\'s kind ends in '
+     'Template'),
+    ("remediation.ovirt.org/v1alpha1", "OvirtRemediationTemplate", "",
+     "spec.remediationTemplate.name: Required value: the name of the template, in the MachineHealthCheck's "
+     "namespace"),
+], ids=["no-api-version", "no-version", "two-slashes", "core-group", "no-kind", "kind-not-a-template", "no-name"])
+def test_each_refusal_names_the_check_the_field_and_what_is_wrong(api_version, kind, name, said):
+    check = _check(api_version, kind)
+    check.spec.remediation_template.name = name
+    with pytest.raises(TemplateRefused) as refused:
+        remediation_kinds(check, [OVIRT_ROLE])
+    assert str(refused.value) == f"MachineHealthCheck ns/c: {said}"
+
+
+def test_a_template_no_role_registers_is_refused_naming_the_check_and_the_field():
+    with pytest.raises(TemplateRefused) as refused:
+        remediation_kinds(_check(*OVIRT), [])
+    assert str(refused.value).startswith('MachineHealthCheck ns/c: spec.remediationTemplate.kind: Forbidden: '
+                                         '"OvirtRemediationTemplate" (remediation.ovirt.org/v1alpha1) is no registered '
+                                         'remediator: no ClusterRole labelled'), str(refused.value)

@@ -4,6 +4,7 @@ loses nothing (docs/compatibility.md#machine-phases). Real API server, simulator
 from __future__ import annotations
 
 import json
+import time
 
 import ovirtsdk4 as sdk
 import pytest
@@ -144,3 +145,72 @@ def test_machine_gone_while_its_reconcile_is_in_flight_ends_quietly(menv):
         assert wait_until(removed, timeout=60, interval=0.5)
     finally:
         conn.close()
+
+
+def _cluster_requests(menv) -> int:
+    return sum(n for k, n in menv.sim.control.counts().items() if "/clusters/" in k)
+
+
+@pytest.mark.parametrize("cluster_id", ["5f4c6a1e-8d3b-4f2a-9c7e 1b2d3e4f5a6b", "Default"], ids=["space", "a_name"])
+def test_an_id_that_is_no_uuid_fails_naming_the_field_sends_nothing_and_the_machine_is_deleted(menv, cluster_id):
+    """An id goes into the engine's URL paths: one that is no UUID (a space, a cluster's name) was sent, the engine
+    (or curl) refused the path, and the controller retried for ever, without an event, even to delete the Machine.
+    Now it is refused where it enters: the Machine fails naming the field, nothing is created, nothing carrying
+    the id reaches the engine, and its deletion (which needs nothing of the spec) ends at once
+    (docs/architecture.md#acting-only-on-what-is-ours)."""
+    menv.controller()
+    before = _cluster_requests(menv)
+    name = menv.create_machine(unique_name("badid"), cluster_id=cluster_id)
+
+    m = menv.wait_phase(name, "Failed", timeout=60)
+    assert m["status"]["errorReason"] == "InvalidConfiguration"
+    assert (f'spec.providerSpec.value.cluster_id: Invalid value: "{cluster_id}": must be an oVirt ID'
+            in m["status"]["errorMessage"]), m["status"]["errorMessage"]
+    assert any(e["type"] == "Warning" and "spec.providerSpec.value.cluster_id" in e["message"]
+               for e in _events(menv, name))
+    assert menv.vms_named(name) == []
+
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machine", name, "--wait=false")
+    menv.wait_gone(name, timeout=30)
+    assert menv.vms_named(name) == []
+    assert _cluster_requests(menv) == before, "a request for a cluster was sent"
+
+
+def test_deletion_waits_while_the_engine_cannot_answer_says_why_and_ends_once_it_does(menv):
+    """A Machine whose spec became invalid after its VM was created (the VM is made here under its name, as a
+    create sent before the edit would have made it): its deletion looks for the VM by the Machine's name, which
+    needs nothing of the spec. While the engine cannot answer, nothing is removed on a guess: the Machine says why
+    it waits (a FailedDelete Warning, InstanceExists=Unknown with the engine's words) and keeps asking with
+    backoff; once the engine answers, its VM is removed and the finalizer goes."""
+    control = menv.sim.control
+    menv.controller()
+    name = menv.create_machine(unique_name("waits"), cluster_id="Default")
+    menv.wait_phase(name, "Failed", timeout=60)
+    conn = menv.sim.connection()
+    try:
+        vms = conn.system_service().vms_service()
+        vms.add(sdk.types.Vm(name=name, cluster=sdk.types.Cluster(id=menv.inst.cluster_id),
+                             template=sdk.types.Template(name=menv.inst.template_name)))
+    finally:
+        conn.close()
+    assert wait_until(lambda: [v["status"] for v in menv.vms_named(name)] == ["down"], timeout=60, interval=0.5)
+
+    control.inject_fault("/vms*", status=503, reason="Service Unavailable", detail="the engine is starting",
+                         count=None)
+    menv.cluster.kubectl("-n", menv.namespace, "delete", "machine", name, "--wait=false")
+
+    def told(m: dict) -> bool:
+        c = _condition(m, "InstanceExists")
+        return bool(c) and c["status"] == "Unknown" and c["reason"] == "ErrorCheckingProvider" \
+            and "503" in c["message"] and "deletion waits" in c["message"]
+    menv.wait_machine(name, told, "telling why its deletion waits", timeout=60)
+    assert wait_until(lambda: any(e["type"] == "Warning" and e["reason"] == "FailedDelete" and "503" in e["message"]
+                                  for e in _events(menv, name)), timeout=30, interval=0.5)
+    time.sleep(5)  # it keeps asking, and removes nothing meanwhile
+    assert menv.machine(name) is not None and len(menv.vms_named(name)) == 1
+    asked = control.faults()[0]["fired"]
+    assert asked >= 2, asked
+
+    control.clear_faults()
+    menv.wait_gone(name, timeout=60)
+    assert menv.vms_named(name) == []

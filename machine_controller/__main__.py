@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from machine_controller.config import MAO_COMMAND, build_parser, from_mao_args, parse
+from machine_controller.runtime.cluster_proxy import export_for_libcurl
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -13,6 +14,9 @@ def main(argv: list[str] | None = None) -> int:
         # Started by machine-api-operator under the Go provider's command name (the image links it): its flags.
         argv = from_mao_args(sys.argv[1:])
     config = parse(argv)
+    # libcurl, under the oVirt SDK, reads the proxy environment itself: made to choose as Go does, before any thread
+    # starts (docs/compatibility.md#cluster-wide-trust-and-proxy).
+    export_for_libcurl()
     from machine_controller.app import run  # heavy imports only once the flags are valid
 
     return run(config)

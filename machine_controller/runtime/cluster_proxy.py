@@ -63,6 +63,44 @@ def proxy_for(url: str, environ: Mapping[str, str] | None = None) -> Proxy | Non
     return Proxy(bare, unquote(proxy.username or ""), unquote(proxy.password or ""))
 
 
+def libcurl_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables libcurl reads first (the lower-case ones), set so that it picks the proxy Go would.
+
+    The oVirt SDK has no proxy parameter: libcurl reads the environment itself, with rules of its own. It reads
+    https_proxy before HTTPS_PROXY and never an upper-case HTTP_PROXY; in its no_proxy a `*` counts only alone,
+    `*.domain` and `host:port` entries match nothing, and loopback is proxied. So Go's choice of each variable is
+    written under the lower-case name, with NO_PROXY's entries in libcurl's spelling and loopback added. Two
+    differences remain: a `.domain` entry also matches the domain itself, and an entry's port is dropped (the entry
+    holds for every port). Empty when no proxy is set."""
+    env = os.environ if environ is None else environ
+    https, http = _first(env, "HTTPS_PROXY", "https_proxy"), _first(env, "HTTP_PROXY", "http_proxy")
+    if "REQUEST_METHOD" in env:
+        http = ""
+    if not (https or http):
+        return {}
+    out = {"https_proxy": https} if https else {}
+    if http:
+        out["http_proxy"] = http
+    entries = ["localhost", "127.0.0.0/8", "::1"]
+    for entry in (e.strip().lower() for e in _first(env, "NO_PROXY", "no_proxy").split(",")):
+        if entry == "*":
+            entries = ["*"]
+            break
+        if entry and "/" not in entry:
+            entry = _split_host_port(entry)[0]
+            entry = entry[1:] if entry.startswith("*.") else entry
+        if entry:
+            entries.append(entry)
+    out["no_proxy"] = ",".join(entries)
+    return out
+
+
+def export_for_libcurl() -> None:
+    """Write `libcurl_environment()` into this process's environment. Call it at start-up, before any thread runs:
+    libcurl reads the environment at every transfer, and changing it while another thread reads it is unsafe."""
+    os.environ.update(libcurl_environment())
+
+
 def _first(env: Mapping[str, str], *names: str) -> str:
     for name in names:
         if env.get(name):

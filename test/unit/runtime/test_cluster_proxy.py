@@ -10,7 +10,7 @@ import pytest
 import urllib3
 import yaml
 
-from machine_controller.runtime.cluster_proxy import Proxy, proxy_for
+from machine_controller.runtime.cluster_proxy import Proxy, libcurl_environment, proxy_for
 from machine_controller.runtime.kube import load_api_client
 
 P = "http://proxy.test:3128"
@@ -115,3 +115,20 @@ def test_the_cluster_bundle_verifies_an_api_server_for_which_no_ca_is_configured
     absent = load_api_client(_kubeconfig(tmp_path, "https://api.cluster.test:6443"),
                              trusted_ca_bundle=str(tmp_path / "absent.pem"))
     assert absent.configuration.ssl_ca_cert is None
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, {}),
+    ({"NO_PROXY": "example.com"}, {}),  # no proxy: nothing for libcurl to choose
+    ({"HTTPS_PROXY": P, "https_proxy": "http://stale:1"}, {"https_proxy": P, "no_proxy": "localhost,127.0.0.0/8,::1"}),
+    ({"HTTP_PROXY": P}, {"http_proxy": P, "no_proxy": "localhost,127.0.0.0/8,::1"}),  # libcurl skips HTTP_PROXY
+    ({"HTTP_PROXY": P, "REQUEST_METHOD": "GET"}, {}),
+    ({"HTTPS_PROXY": P, "NO_PROXY": ".svc, *.example.com,api.test:6443,[fd00::1]:443,10.0.0.0/16,192.0.2.1:443"},
+     {"https_proxy": P,
+      "no_proxy": "localhost,127.0.0.0/8,::1,.svc,.example.com,api.test,fd00::1,10.0.0.0/16,192.0.2.1"}),
+    ({"HTTPS_PROXY": P, "NO_PROXY": ".svc,*,10.0.0.0/16"}, {"https_proxy": P, "no_proxy": "*"}),
+    ({"HTTPS_PROXY": P, "no_proxy": ".svc", "NO_PROXY": ".local"},
+     {"https_proxy": P, "no_proxy": "localhost,127.0.0.0/8,::1,.local"}),
+])
+def test_libcurl_is_given_gos_choice_in_the_variables_it_reads_first(env, expected):
+    assert libcurl_environment(env) == expected

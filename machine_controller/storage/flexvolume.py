@@ -21,6 +21,7 @@ the engine and the guest, so both forms are looked for.
 from __future__ import annotations
 
 import json
+import math
 import os
 import ssl
 import subprocess
@@ -37,6 +38,7 @@ DRIVER = "ovirt/ovirt-flexvolume-driver"
 CONF_ENV = "OVIRT_FLEXDRIVER_CONF"
 CONF_NAME = "ovirt-flexvolume-driver.json"
 DEV_DIR_ENV = "OVIRT_FLEXDRIVER_BY_ID_DIR"   # tests point this at a directory of their own
+WAIT_ENV = "OVIRT_FLEXDRIVER_WAIT_S"  # and shorten waitforattach's wait with this
 FS_TYPES = ("ext4", "xfs")
 VOLUME_ID = "volumeID"  # the key of the PV's flexVolume.options carrying the oVirt disk id
 
@@ -248,12 +250,27 @@ def cmd_detach(args: list[str]) -> dict:
     return success()
 
 
+def wait_s(default: float) -> float:
+    """$OVIRT_FLEXDRIVER_WAIT_S (tests shorten the wait with it), range-checked: a NaN or a negative deadline would
+    make waitforattach wait for ever or not look at all."""
+    raw = os.environ.get(WAIT_ENV)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 3600:  # False for NaN
+        raise Failure(f"${WAIT_ENV} must be a number of seconds from 0 to 3600, got {raw!r}")
+    return value
+
+
 def cmd_waitforattach(args: list[str], timeout_s: float = 600.0, interval_s: float = 0.5) -> dict:
     if len(args) < 2:
         raise Failure("expected <device path> <options json>")
     opts = parse_options(args[1])
     disk_id = disk_id_of(opts)
-    deadline = time.monotonic() + float(os.environ.get("OVIRT_FLEXDRIVER_WAIT_S", timeout_s))
+    deadline = time.monotonic() + wait_s(timeout_s)
     while True:
         dev = find_device(disk_id)
         if dev:

@@ -244,3 +244,10 @@ def test_an_empty_engine_url_in_the_configuration_is_refused_naming_the_file_and
     assert out["status"] == "Failure", out
     assert str(conf) in out["message"] and "ovirt_url" in out["message"] and "empty" in out["message"], out
     assert "No host" not in out["message"], out
+
+
+@pytest.mark.parametrize("wait", ["soon", "-1", "nan", "inf"])
+def test_a_bad_wait_in_the_environment_is_refused_naming_it(wait, tmp_path):
+    _, out = run_driver("waitforattach", "/dev/x", json.dumps({"volumeID": DISK}),
+                        env={"OVIRT_FLEXDRIVER_BY_ID_DIR": str(tmp_path), "OVIRT_FLEXDRIVER_WAIT_S": wait})
+    assert out["status"] == "Failure" and "OVIRT_FLEXDRIVER_WAIT_S" in out["message"] and wait in out["message"], out

@@ -118,7 +118,8 @@ def node_vm_id(conf: dict, node_name: str) -> str:
     server = conf.get("kube_server", "").rstrip("/")
     token_file = conf.get("kube_token_file", "")
     if not server or not token_file:
-        raise Failure("configuration lacks kube_server/kube_token_file, needed to find a node's VM")
+        raise Failure(f"configuration file {conf_path()} lacks kube_server or kube_token_file, needed to find "
+                      f"node {node_name}'s VM")
     try:
         token = Path(token_file).read_text().strip()
     except OSError as e:
@@ -316,7 +317,8 @@ def cmd_mountdevice(args: list[str]) -> dict:
     mount_dir, device, opts = args[0], args[1], parse_options(args[2])
     fs = (opts.get("kubernetes.io/fsType") or "ext4").lower()
     if fs not in FS_TYPES:
-        raise Failure(f"fsType {fs!r} is not supported (use one of {', '.join(FS_TYPES)})")
+        raise Failure(f"the volume's flexVolume option kubernetes.io/fsType {fs!r} is not supported (use one of "
+                      f"{', '.join(FS_TYPES)})")
     if not device:
         found = find_device(disk_id_of(opts))
         if not found:

@@ -251,3 +251,12 @@ def test_a_bad_wait_in_the_environment_is_refused_naming_it(wait, tmp_path):
     _, out = run_driver("waitforattach", "/dev/x", json.dumps({"volumeID": DISK}),
                         env={"OVIRT_FLEXDRIVER_BY_ID_DIR": str(tmp_path), "OVIRT_FLEXDRIVER_WAIT_S": wait})
     assert out["status"] == "Failure" and "OVIRT_FLEXDRIVER_WAIT_S" in out["message"] and wait in out["message"], out
+
+
+def test_a_configuration_without_the_api_server_names_the_file_and_keys(tmp_path):
+    conf = tmp_path / "conf.json"
+    conf.write_text(json.dumps({"ovirt_url": "https://engine.example/ovirt-engine/api", "ovirt_username": "admin",
+                                "ovirt_password": "p", "ovirt_insecure": "true"}))
+    _, out = run_driver("attach", json.dumps({"volumeID": DISK}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})
+    assert out["status"] == "Failure", out
+    assert str(conf) in out["message"] and "kube_server" in out["message"] and "node1" in out["message"], out

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ovirtsdk4.types as types
 
-from api.ids import is_ovirt_provider_id, provider_id, vm_id_from_provider_id
+from api.ids import is_ovirt_provider_id, provider_id
 from machine_controller.controllers.actuator import InstanceNotOwned, NodeInstance
 
 from .client import OvirtClient
+from .provider_ids import vm_id_named_by
 from .snapshots import VmSnapshots
 
 
@@ -29,11 +30,8 @@ class OvirtInstances:
         Machine waited on it there): that list says which VM it is, so naming a Node costs the engine nothing.
         Whether a known VM still exists or runs is always asked of the engine."""
         vm = None
-        vm_id = vm_id_from_provider_id(pid)
-        if pid and vm_id is None:
-            # `ovirt://` and no VM id after it: it names nothing of ours, so nothing is looked up or deleted for it.
-            raise InstanceNotOwned(f"spec.providerID {pid!r} names no oVirt VM (what follows ovirt:// is no VM id): "
-                                   "the Node is left alone", "", pid)
+        # `ovirt://` and no VM id after it names nothing of ours: nothing is looked up or deleted for it.
+        vm_id = vm_id_named_by(pid, f"Node {node_name}") if pid else None
         if vm_id:
             vm = self._client.vm(vm_id)
             if vm is not None and vm.name != node_name:

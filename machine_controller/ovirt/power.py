@@ -22,10 +22,10 @@ from typing import Callable
 import ovirtsdk4.types as types
 import structlog
 
-from api.ids import vm_id_from_provider_id
 from machine_controller.controllers.actuator import InstanceNotOwned, Power, PowerState
 
 from .client import OvirtClient
+from .provider_ids import vm_id_named_by
 from .errors import NotFoundError, TransientError
 
 log = structlog.get_logger(__name__)
@@ -106,9 +106,7 @@ class OvirtPower:
     # --- helpers ------------------------------------------------------------------------------------------------
     def _vm(self, provider_id: str, name: str) -> types.Vm | None:
         """The VM of the providerID, when it exists and bears `name`; InstanceNotOwned when it bears another."""
-        vm_id = vm_id_from_provider_id(provider_id)
-        if vm_id is None:
-            raise ValueError(f"not an oVirt providerID: {provider_id!r}")
+        vm_id = vm_id_named_by(provider_id, name)
         vm = self._client.vm(vm_id)
         if vm is not None and vm.name != name:
             raise InstanceNotOwned(

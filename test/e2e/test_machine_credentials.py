@@ -3,6 +3,7 @@ without a restart, and the password never shows in logs, events or metrics (docs
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -50,3 +51,24 @@ def test_untrusted_tls_and_wrong_password_wait_then_a_fixed_secret_is_used_live(
     events = menv.cluster.kubectl("get", "events", "-A", "-o", "json").stdout
     for text in (ctl.log_text(), events, ctl.metrics(), json.dumps(menv.machine(name))):
         assert WRONG_PASSWORD not in text and menv.sim.password not in text
+
+
+def test_a_refused_secret_named_by_flag_is_reported_by_its_own_name_and_key(menv):
+    secret_name = unique_name("creds")
+    sim = menv.sim
+    secret = ovirt_install.credentials_secret(sim.url, sim.username, sim.password, namespace=MACHINE_API_NS,
+                                              name=secret_name)
+    secret["data"]["ovirt_insecure"] = base64.b64encode(b"maybe").decode()
+    menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(secret))
+    ctl = menv.controller(extra_args=(f"--credentials-name={secret_name}",))
+    name = menv.create_machine(unique_name())
+    where = f"secret {MACHINE_API_NS}/{secret_name}: key ovirt_insecure"
+    m = menv.wait_machine(name, lambda m: where in _condition_message(m), "reporting the refused secret by its name")
+    assert "ovirt-credentials" not in _condition_message(m) and m["status"]["phase"] == "Provisioning"
+    assert where in ctl.log_text()
+
+    del secret["data"]["ovirt_url"]
+    secret["data"]["ovirt_insecure"] = base64.b64encode(b"false").decode()
+    menv.cluster.kubectl("replace", "-f", "-", input=yaml.safe_dump(secret))
+    where = f"secret {MACHINE_API_NS}/{secret_name}: key ovirt_url is missing"
+    menv.wait_machine(name, lambda m: where in _condition_message(m), "reporting the missing key by the secret's name")

@@ -67,7 +67,8 @@ def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool 
         except (ValueError, UnicodeDecodeError) as e:
             raise InvalidCredentials(f"{source}: key {key} is not valid base64 text") from e
     for key in ("ovirt_url", "ovirt_username", "ovirt_password"):
-        if not values.get(key):
+        # Blank is empty: a URL of spaces or a newline, stripped below, reached the SDK as "No host present".
+        if not values.get(key, "").strip():
             raise InvalidCredentials(f"{source}: key {key} is missing or empty")
     if not values.get("ovirt_insecure"):
         raise InvalidCredentials(f"{source}: key ovirt_insecure is missing or empty (it must be true or false)")

@@ -235,9 +235,10 @@ def test_a_null_configuration_value_is_refused_naming_the_file_and_key(key, tmp_
     assert "None" not in out["message"] and "No host" not in out["message"], out
 
 
-def test_an_empty_engine_url_in_the_configuration_is_refused_naming_the_file_and_key(tmp_path):
+@pytest.mark.parametrize("url", ["", "   ", "\n"])  # a blank one was stripped to "" after the check
+def test_an_empty_engine_url_in_the_configuration_is_refused_naming_the_file_and_key(url, tmp_path):
     conf = tmp_path / "conf.json"
-    conf.write_text(json.dumps({"ovirt_url": "", "ovirt_username": "admin@internal", "ovirt_password": "p",
+    conf.write_text(json.dumps({"ovirt_url": url, "ovirt_username": "admin@internal", "ovirt_password": "p",
                                 "ovirt_insecure": "true", "kube_server": "https://127.0.0.1:1",
                                 "kube_token_file": str(tmp_path / "token")}))
     _, out = run_driver("attach", json.dumps({"volumeID": DISK}), "node1", env={"OVIRT_FLEXDRIVER_CONF": str(conf)})

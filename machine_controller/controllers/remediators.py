@@ -53,7 +53,8 @@ def remediation_kinds(mhc: MachineHealthCheck, roles: Iterable[dict]) -> Remedia
     ref = mhc.spec.remediation_template
     if ref is None:
         return None
-    whose = f"MachineHealthCheck {mhc.metadata.namespace}/{mhc.metadata.name}"
+    whose = (f"MachineHealthCheck {mhc.metadata.namespace}/{mhc.metadata.name}, remediationTemplate "
+             f"{ref.kind or '?'} ({ref.api_version or '?'})")
     errors = validate_remediation_template(ref)
     if errors:
         raise TemplateRefused(f"{whose}: " + "; ".join(str(e) for e in errors))

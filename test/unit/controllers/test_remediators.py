@@ -106,12 +106,14 @@ def test_each_refusal_names_the_check_the_field_and_what_is_wrong(api_version, k
     check.spec.remediation_template.name = name
     with pytest.raises(TemplateRefused) as refused:
         remediation_kinds(check, [OVIRT_ROLE])
-    assert str(refused.value) == f"MachineHealthCheck ns/c: {said}"
+    which = f"remediationTemplate {kind or '?'} ({api_version or '?'})"
+    assert str(refused.value) == f"MachineHealthCheck ns/c, {which}: {said}"
 
 
 def test_a_template_no_role_registers_is_refused_naming_the_check_and_the_field():
     with pytest.raises(TemplateRefused) as refused:
         remediation_kinds(_check(*OVIRT), [])
-    assert str(refused.value).startswith('MachineHealthCheck ns/c: spec.remediationTemplate.kind: Forbidden: '
+    assert str(refused.value).startswith('MachineHealthCheck ns/c, remediationTemplate OvirtRemediationTemplate '
+                                         '(remediation.ovirt.org/v1alpha1): spec.remediationTemplate.kind: Forbidden: '
                                          '"OvirtRemediationTemplate" (remediation.ovirt.org/v1alpha1) is no registered '
                                          'remediator: no ClusterRole labelled'), str(refused.value)

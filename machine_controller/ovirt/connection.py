@@ -55,6 +55,7 @@ class ConnectionPool:
         self._creds: OvirtCredentials | None = None
         self._problem = "no oVirt credentials have been read yet"
         self._ca_path: str | None = None
+        self._bundle_read: tuple[int, int, int] | None = None  # the cluster bundle as `_ca_path` holds it
 
     @property
     def credentials(self) -> OvirtCredentials | None:
@@ -69,15 +70,8 @@ class ConnectionPool:
             if creds == self._creds:
                 return False
             self._creds = creds
-            self._generation += 1
-            old_ca, self._ca_path = self._ca_path, self._write_ca(creds, self._trusted_ca_bundle) if creds else None
-            stale, self._idle = self._idle, []
-            self._cond.notify_all()
-        for _, conn in stale:
-            _close_quietly(conn)
-        if old_ca:
-            with contextlib.suppress(OSError):
-                os.unlink(old_ca)
+            stale = self._renew()
+        _discard(*stale)
         return True
 
     @contextlib.contextmanager
@@ -92,7 +86,28 @@ class ConnectionPool:
         self.set_credentials(None)
 
     # --- internals ---------------------------------------------------------------------------------------------
+    def _renew(self) -> tuple[list[tuple[int, sdk.Connection]], str | None]:
+        """Under the lock: a new generation with the current credentials and the cluster bundle as it is now;
+        returns the idle connections and the CA file of the old one, for `_discard` outside the lock."""
+        self._generation += 1
+        old_ca, self._ca_path = self._ca_path, None
+        self._bundle_read = _file_identity(self._trusted_ca_bundle)
+        if self._creds is not None:
+            self._ca_path = self._write_ca(self._creds, self._trusted_ca_bundle)
+        stale, self._idle = self._idle, []
+        self._cond.notify_all()
+        return stale, old_ca
+
     def _borrow(self) -> tuple[int, sdk.Connection]:
+        # The mounted bundle is rewritten when the cluster's trusted CAs change: taken in by the next request
+        # (docs/compatibility.md#cluster-wide-trust-and-proxy), at the cost of a stat per borrow.
+        with self._cond:
+            changed = self._creds is not None and _file_identity(self._trusted_ca_bundle) != self._bundle_read
+            stale = self._renew() if changed else ([], None)
+        _discard(*stale)
+        return self._lend()
+
+    def _lend(self) -> tuple[int, sdk.Connection]:
         with self._cond:
             while True:
                 if self._creds is None:
@@ -138,7 +153,7 @@ class ConnectionPool:
     def _write_ca(creds: OvirtCredentials, trusted_ca_bundle: str) -> str | None:
         """One CA file for libcurl: the secret's CA file and bundle, the cluster-wide bundle and the system roots,
         since OpenShift trusts them all (docs/compatibility.md#credentials and #cluster-wide-trust-and-proxy) and
-        libcurl takes a single file. Written with mode 0600; read again when the credentials change."""
+        libcurl takes a single file. Written with mode 0600, again for new credentials or a changed bundle."""
         cluster_bundle = trusted_ca_bundle if trusted_ca_bundle and os.path.isfile(trusted_ca_bundle) else ""
         if creds.insecure or not (creds.ca_file or creds.ca_bundle or cluster_bundle):
             return None  # libcurl's own system roots
@@ -153,6 +168,23 @@ class ConnectionPool:
         with os.fdopen(fd, "w") as f:
             f.write("\n".join(parts))
         return path
+
+
+def _file_identity(path: str) -> tuple[int, int, int] | None:
+    """What changes when a file is replaced or rewritten (a ConfigMap volume swaps a symlink): None if absent."""
+    try:
+        st = os.stat(path) if path else None
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns) if st else None
+
+
+def _discard(connections: list[tuple[int, sdk.Connection]], ca_path: str | None) -> None:
+    for _, conn in connections:
+        _close_quietly(conn)
+    if ca_path:
+        with contextlib.suppress(OSError):
+            os.unlink(ca_path)
 
 
 def _close_quietly(conn: sdk.Connection) -> None:

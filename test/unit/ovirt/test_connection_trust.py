@@ -64,6 +64,17 @@ def test_without_the_engines_ca_anywhere_verification_still_fails(sim, tmp_path,
             _version(pool)
 
 
+def test_a_ca_added_to_the_cluster_bundle_is_trusted_by_the_next_request(sim, tmp_path, other_ca):
+    bundle = tmp_path / "tls-ca-bundle.pem"
+    with _pool(sim, bundle, other_ca) as pool:
+        with pytest.raises(Exception, match="(?i)certificate|SSL"):
+            _version(pool)
+        # The cluster network operator rewrites the mounted bundle when the Proxy's trustedCA changes; the
+        # credentials secret stays as it was.
+        bundle.write_text(other_ca + Path(sim.ca_file).read_text())
+        assert _version(pool)
+
+
 def test_a_bundle_path_that_is_not_there_is_ignored(sim, tmp_path):
     with _pool(sim, tmp_path / "absent.pem", ca_file=sim.ca_file) as pool:
         assert _version(pool)

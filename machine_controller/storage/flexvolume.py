@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 from api.ids import is_ovirt_id, vm_id_from_provider_id
 
+from . import mounts
+
 DRIVER = "ovirt/ovirt-flexvolume-driver"
 CONF_ENV = "OVIRT_FLEXDRIVER_CONF"
 CONF_NAME = "ovirt-flexvolume-driver.json"
@@ -303,14 +305,6 @@ def current_fs(device: str) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
-def is_mountpoint(path: str) -> bool:
-    try:
-        with open("/proc/self/mountinfo") as f:
-            return any(line.split()[4] == path for line in f)
-    except OSError:
-        return os.path.ismount(path)
-
-
 def cmd_mountdevice(args: list[str]) -> dict:
     if len(args) < 3:
         raise Failure("expected <mount dir> <device path> <options json>")
@@ -326,7 +320,7 @@ def cmd_mountdevice(args: list[str]) -> dict:
         device = found
     if not os.path.exists(device):
         raise Failure(f"device {device} does not exist")
-    if is_mountpoint(mount_dir):
+    if mounts.is_mountpoint(mount_dir):  # compared as the kernel names it (docs/storage.md#mount-points)
         return success(message=f"{mount_dir} already mounted")
     ro = opts.get("kubernetes.io/readwrite") == "ro"
     format_and_mount(device, mount_dir, fs, ["ro"] if ro else [])
@@ -348,8 +342,10 @@ def format_and_mount(device: str, mount_dir: str, fs: str, mount_options: list[s
 def cmd_unmountdevice(args: list[str]) -> dict:
     if len(args) < 1:
         raise Failure("expected <mount dir>")
-    if is_mountpoint(args[0]):
-        must_run(["umount", args[0]])
+    try:
+        mounts.unmount_all(args[0], lambda point: must_run(["umount", point]))
+    except mounts.StillMounted as e:
+        raise Failure(str(e)) from None  # never "unmounted" over a live mount: the disk would be detached under it
     return success()
 
 

@@ -68,3 +68,27 @@ def test_waitforattach_format_mount_unmount(loop, tmp_path, fs):
     other = json.dumps({"volumeID": DISK_ID, "kubernetes.io/fsType": "xfs" if fs == "ext4" else "ext4"})
     out = run_driver("mountdevice", str(mnt), loop, other, env=env)
     assert out["status"] == "Failure" and "not formatting" in out["message"]
+
+
+def test_unmountdevice_under_symlink_with_space_leaves_no_mount(loop, tmp_path):
+    """The kubelet's root is often reached through a symlink, and a path may hold a space: the kernel's mount table
+    names the resolved path with the space escaped. mountdevice twice mounts once, and unmountdevice leaves nothing
+    mounted (docs/storage.md#mount-points)."""
+    if not shutil.which("mkfs.ext4"):
+        pytest.skip("machine limitation: mkfs.ext4 is not installed")
+    (tmp_path / "kubelet root").mkdir()
+    (tmp_path / "kubelet link").symlink_to(tmp_path / "kubelet root")
+    mnt = tmp_path / "kubelet link" / "global mount"
+    opts = json.dumps({"volumeID": DISK_ID, "kubernetes.io/fsType": "ext4"})
+    real = str(tmp_path / "kubelet root" / "global mount")
+    try:
+        assert run_driver("mountdevice", f"{mnt}/", loop, opts, env={})["status"] == "Success"
+        assert run_driver("mountdevice", str(mnt), loop, opts, env={})["status"] == "Success"
+        table = Path("/proc/self/mountinfo").read_text()
+        assert table.count(real.replace(" ", "\\040") + " ") == 1  # mounted once, not stacked
+        out = run_driver("unmountdevice", f"{mnt}/", env={})
+        assert out["status"] == "Success", out
+        assert subprocess.run(["mountpoint", "-q", real]).returncode != 0, "unmountdevice left the filesystem mounted"
+    finally:
+        while subprocess.run(["mountpoint", "-q", real]).returncode == 0:
+            subprocess.run(["umount", real], capture_output=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import urllib.parse
 from dataclasses import dataclass, field
 
 SECRET_NAMESPACE = "openshift-machine-api"
@@ -72,11 +73,27 @@ def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool 
             raise InvalidCredentials(f"{source}: key {key} is missing or empty")
     if not values.get("ovirt_insecure"):
         raise InvalidCredentials(f"{source}: key ovirt_insecure is missing or empty (it must be true or false)")
+    url = values["ovirt_url"].strip()
+    _check_url(url, source)
     return OvirtCredentials(
-        url=values["ovirt_url"].strip(),
+        url=url,
         username=values["ovirt_username"].strip(),
         password=values["ovirt_password"],
         insecure=_parse_bool(values["ovirt_insecure"].strip(), source),
         ca_file=values.get("ovirt_cafile", "").strip(),
         ca_bundle=values.get("ovirt_ca_bundle", ""),
     )
+
+
+def _check_url(url: str, source: str) -> None:
+    """The engine's API URL must name a scheme libcurl speaks to the engine and a host: anything else reached the
+    SDK, whose libcurl answered "No host present" without a word of the key at fault."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as e:  # a malformed port or IPv6 literal
+        raise InvalidCredentials(f"{source}: key ovirt_url is not a URL ({e}); it must be like "
+                                 "https://engine.example/ovirt-engine/api") from None
+    if parts.scheme not in ("https", "http") or not host or any(c.isspace() for c in url):
+        raise InvalidCredentials(f"{source}: key ovirt_url must be the engine's API URL with a scheme and a host, "
+                                 "like https://engine.example/ovirt-engine/api")

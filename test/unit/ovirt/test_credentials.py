@@ -119,3 +119,18 @@ def test_text_that_is_not_base64_names_the_secret_and_the_key():
 def test_credentials_not_from_a_secret_are_named_by_their_source():
     with pytest.raises(InvalidCredentials, match="credentials directory /etc/ovirt: key ovirt_url is missing"):
         from_secret_data({"ovirt_insecure": "true"}, encoded=False, source="credentials directory /etc/ovirt")
+
+
+@pytest.mark.parametrize("url", ["engine.example", "engine.example/ovirt-engine/api", "https://", "https:///ovirt-engine/api",
+                                 "ftp://engine.example/ovirt-engine/api", "https://engine example/ovirt-engine/api"])
+def test_an_engine_url_without_scheme_or_host_is_refused_by_its_key(url):
+    """Such a URL reached the SDK, whose libcurl answered "No host present", with no word of the key at fault."""
+    with pytest.raises(InvalidCredentials) as e:
+        from_secret(_secret("ns", "mine", **{**SIX, "ovirt_url": url}))
+    assert "secret ns/mine: key ovirt_url" in str(e.value) and "https://" in str(e.value)
+
+
+@pytest.mark.parametrize("url", ["https://engine.example/ovirt-engine/api", "http://10.0.0.1:8080/ovirt-engine/api",
+                                 "https://[fd00::1]/ovirt-engine/api"])
+def test_an_engine_url_with_scheme_and_host_is_taken(url):
+    assert from_secret(_secret(*DEFAULT, **{**SIX, "ovirt_url": url})).url == url

@@ -201,6 +201,7 @@ def max_unhealthy_count(value: int | str | None, total: int) -> int:
     return max(percent * total // 100, 0)
 
 
+_GO_MAX_DURATION_S = (2**63 - 1) / 1e9  # time.Duration: int64 nanoseconds, about 292 years
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)")
 
@@ -217,4 +218,8 @@ def parse_duration(text: str) -> float:
         pos = m.end()
     if pos != len(text) or not text:
         raise ValueError(f"invalid duration {text!r}")
+    if total > _GO_MAX_DURATION_S:
+        # Go's time.ParseDuration refuses what its int64 of nanoseconds cannot hold; taken, it was a requeue after
+        # centuries (or after infinity, for hundreds of digits).
+        raise ValueError(f"invalid duration {text!r}: longer than {_GO_MAX_DURATION_S:.0f}s, the longest Go has")
     return total

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from api import keys
 from api.field_errors import InvalidProviderSpec
 from api.provider_spec import parse_provider_spec
+from api.validation import MAX_MEMORY_MB, MAX_VCPUS
 
 # OpenShift's default KubeletConfig (machine-config-operator templates): maxPods 250.
 OPENSHIFT_MAX_PODS = 250
@@ -53,9 +54,15 @@ def capacity_from_provider_spec(value: Mapping[str, Any] | str | None, max_pods:
     if spec.instance_type_id:
         return Capacity({}, f"the template uses oVirt instance type {spec.instance_type_id}, whose size only "
                             "the engine knows; set the capacity annotations by hand to scale from zero")
-    vcpus = spec.cpu.vcpus if spec.cpu is not None else 0
-    if vcpus <= 0 or spec.memory_mb <= 0:
+    cpu = spec.cpu
+    # Each factor: two negative ones made a positive count.
+    if cpu is None or min(cpu.sockets, cpu.cores, cpu.threads) <= 0 or spec.memory_mb <= 0:
         return Capacity({}, "the template's provider spec sets no positive cpu topology and memory_mb")
+    vcpus = cpu.vcpus
+    # Beyond what any oVirt VM has, and the memory beyond int64 bytes for the cluster-autoscaler to read.
+    if vcpus > MAX_VCPUS or spec.memory_mb > MAX_MEMORY_MB:
+        return Capacity({}, f"the template's provider spec asks for {vcpus} vCPUs and {spec.memory_mb} MiB, more "
+                            f"than an oVirt VM has (at most {MAX_VCPUS} and {MAX_MEMORY_MB})")
     return Capacity({
         keys.ANNOTATION_VCPU: str(vcpus),
         keys.ANNOTATION_MEMORY_MB: str(spec.memory_mb),

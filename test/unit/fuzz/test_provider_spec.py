@@ -13,10 +13,13 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api.provider_spec import PROVIDER_SPEC_PATH, VMType
+from api import keys
+from api.provider_spec import PROVIDER_SPEC_PATH, VMType, parse_provider_spec
+from api.quantity import parse_bytes
 from api.validation import (MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE,
                             MAX_VCPUS, InvalidProviderSpec, load_provider_spec)
 from api.ids import is_ovirt_id
+from machine_controller.controllers.capacity import capacity_from_provider_spec
 from machine_controller.ovirt import search
 from machine_controller.ovirt.vm_spec import Resolved, build_vm, os_disk_bytes
 
@@ -157,3 +160,25 @@ def test_a_template_name_the_engine_cannot_search_for_is_refused_at_validation(n
     with pytest.raises(InvalidProviderSpec) as e:
         load_provider_spec(raw)
     assert [err.path for err in e.value.errors] == [f"{PROVIDER_SPEC_PATH}.template_name"]
+
+
+@given(_raw)
+def test_a_machinesets_provider_spec_gives_int64_capacity_annotations_or_says_why_not(raw):
+    capacity = capacity_from_provider_spec(raw)
+    if capacity.unknown is not None:
+        assert not capacity.annotations and capacity.unknown
+        return
+    spec = parse_provider_spec(raw)
+    assert all(0 < n for n in (spec.cpu.sockets, spec.cpu.cores, spec.cpu.threads)), spec.cpu
+    assert int(capacity.annotations[keys.ANNOTATION_VCPU]) <= MAX_VCPUS
+    assert parse_bytes(capacity.annotations[keys.ANNOTATION_CAPACITY_MEMORY]) <= INT64_MAX
+
+
+@pytest.mark.parametrize("cpu, memory_mb", [({"sockets": -2, "cores": -3, "threads": 1}, 1024),
+                                            ({"sockets": 1, "cores": 1, "threads": 1}, 8_796_093_022_208)])
+def test_a_machineset_whose_template_no_vm_can_have_gets_no_capacity_annotations(cpu, memory_mb):
+    # Found by test_a_machinesets_provider_spec_gives_int64_capacity_annotations_or_says_why_not in a long run
+    # (memory_mb 2**43: "8796093022208Mi", beyond int64 bytes, for the cluster-autoscaler to read); and two negative
+    # factors made a positive vCPU count.
+    capacity = capacity_from_provider_spec({"cpu": cpu, "memory_mb": memory_mb})
+    assert capacity.annotations == {} and capacity.unknown

@@ -94,6 +94,8 @@ def _one_line(err: str, prog: str) -> None:
     """One line of a log or a terminal: a single newline, at the end, and no carriage return."""
     assert err.endswith("\n") and "\n" not in err[:-1] and "\r" not in err, err
     assert err.startswith(prog + ": error: "), err
+    # It names the flag, or the argument that is none.
+    assert "--" in err or "unrecognized arguments: " in err or "ambiguous option: " in err, err
 
 
 @pytest.mark.parametrize("tool", sorted(TOOLS))

@@ -1,6 +1,6 @@
-"""The admission policy of config/admission on the real API server (docs/architecture.md#admission-time-validation):
-each rule refuses, when it is typed, a provider spec the controller refuses, with the controller's own words for
-the same field path; what the controller accepts (the samples, the e2e tests' Machines, the limits themselves)
+"""The admission policies of config/admission on the real API server (docs/architecture.md#admission-time-validation):
+each rule refuses, when it is typed, a provider spec (or a MachineHealthCheck's remediation template) the controller
+refuses, with the controller's own words for the same field path; what the controller accepts (the samples, the e2e tests' Machines, the limits themselves)
 passes; and an update that does not write the provider spec (a label, a finalizer removed, a scale) is never
 refused, so an invalid object stored before the policy can still be scaled and deleted."""
 
@@ -19,6 +19,9 @@ from kubernetes.client.exceptions import ApiException
 
 from api import keys
 from api.field_errors import InvalidProviderSpec
+from api.ids import NOT_AN_OVIRT_ID
+from api.machinehealthcheck import validate_remediation_template
+from api.meta import ObjectReference
 from api.provider_spec import PROVIDER_SPEC_PATH, parse_provider_spec
 from api.remediation import GROUP as REMEDIATION_GROUP, VERSION as REMEDIATION_VERSION
 from api.validation import (MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE,
@@ -35,10 +38,14 @@ INST = Installation(sample("machineset.yaml")["metadata"]["labels"]["machine.ope
 MACHINESET_PATH = f"spec.template.{PROVIDER_SPEC_PATH}"
 SELECTOR_LABEL = "e2e.ovirt-machine-controller/admission-policy"
 DELETE = object()  # a key removed from the spec (None writes JSON null)
+# Engine ids (api/ids.py): UUIDs.
+ID_1 = "0000000a-000a-000a-000a-00000000000a"
+ID_2 = "0000000b-000b-000b-000b-00000000000b"
 
 
 def shipped() -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all((REPO / "config" / "admission" / gen_admission.POLICY_FILE).read_text()) if d]
+    return [d for f in (gen_admission.POLICY_FILE, gen_admission.MHC_POLICY_FILE)
+            for d in yaml.safe_load_all((REPO / "config" / "admission" / f).read_text()) if d]
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +54,19 @@ def policy(cluster) -> Iterator[str]:
     labels: the e2e files sharing this API server (one per pytest worker, or every worker on a $KUBECONFIG cluster)
     create invalid Machines on purpose, to watch the controller refuse them. Removed afterwards."""
     cluster.apply_crds()
-    name = f"{gen_admission.POLICY_NAME}-e2e-{random.randrange(16 ** 6):06x}"
+    run = f"e2e-{random.randrange(16 ** 6):06x}"
     docs = shipped()
     for doc in docs:
-        doc["metadata"]["name"] = name
+        doc["metadata"]["name"] = f"{doc['metadata']['name']}-{run}"
         if doc["kind"] == "ValidatingAdmissionPolicyBinding":
-            doc["spec"]["policyName"] = name
-            doc["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {SELECTOR_LABEL: name}}}
+            doc["spec"]["policyName"] = f"{doc['spec']['policyName']}-{run}"
+            doc["spec"]["matchResources"] = {"namespaceSelector": {"matchLabels": {SELECTOR_LABEL: run}}}
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
     try:
-        yield name
+        yield run
     finally:
-        cluster.kubectl("delete", "validatingadmissionpolicybinding", name, "--ignore-not-found", check=False)
-        cluster.kubectl("delete", "validatingadmissionpolicy", name, "--ignore-not-found", check=False)
+        for doc in docs:
+            cluster.kubectl("delete", doc["kind"].lower(), doc["metadata"]["name"], "--ignore-not-found", check=False)
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +104,17 @@ def machineset(namespace: str, spec_value: dict[str, Any] | None, name: str = "w
     return doc
 
 
+def health_check(namespace: str, template: dict[str, Any] | None, name: str = "check") -> dict[str, Any]:
+    spec: dict[str, Any] = {"selector": {}, "unhealthyConditions": [{"type": "Ready", "status": "False",
+                                                                     "timeout": "300s"}]}
+    if template is not None:
+        spec["remediationTemplate"] = template
+    return {"apiVersion": keys.API_VERSION, "kind": "MachineHealthCheck",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
 def _plural(doc: dict[str, Any]) -> str:
-    return {"Machine": "machines", "MachineSet": "machinesets"}[doc["kind"]]
+    return {"Machine": "machines", "MachineSet": "machinesets", "MachineHealthCheck": "machinehealthchecks"}[doc["kind"]]
 
 
 def refusal(objects, doc: dict[str, Any], dry_run: bool = True) -> str | None:
@@ -138,11 +154,12 @@ def ns(cluster, namespace: str, policy: str, objects) -> str:
 
 def _wait_enforced(objects, namespace: str, timeout: float = 30) -> None:
     # The API server learns of new policies, bindings and namespace labels from its informers, a moment later.
-    probe = machine(namespace, value(memory_mb=-1), name="probe")
     deadline = time.monotonic() + timeout
-    while refusal(objects, probe) is None:
-        assert time.monotonic() < deadline, f"the policy does not apply in {namespace} after {timeout}s"
-        time.sleep(0.3)
+    for probe in (machine(namespace, value(memory_mb=-1), name="probe"),
+                  health_check(namespace, {"kind": "OvirtRemediationTemplate", "name": "t"}, name="probe")):
+        while refusal(objects, probe) is None:
+            assert time.monotonic() < deadline, f"the policies do not apply in {namespace} after {timeout}s"
+            time.sleep(0.3)
 
 
 # --- each rule refuses its bad object, naming the field as the controller does --------------------------------------
@@ -162,16 +179,24 @@ REFUSED = {
     "affinity_groups_as_string": ({"affinity_groups_names": "ocp-demo-x7k2p-compute"}, "affinity_groups_names"),
     "affinity_group_as_number": ({"affinity_groups_names": ["a", 7]}, "affinity_groups_names[1]"),
     "nic_as_string": ({"network_interfaces": ["profile"]}, "network_interfaces[0]"),
-    "nic_profile_as_number": ({"network_interfaces": [{"vnic_profile_id": "p"}, {"vnic_profile_id": 5}]},
+    "nic_profile_as_number": ({"network_interfaces": [{"vnic_profile_id": ID_1}, {"vnic_profile_id": 5}]},
                               "network_interfaces[1].vnic_profile_id"),
     # What api/validation.py refuses.
     "no_user_data_secret": ({"userDataSecret": DELETE}, "userDataSecret"),
     "user_data_secret_without_name": ({"userDataSecret": {}}, "userDataSecret.name"),
     "no_template": ({"template_name": ""}, "template_name"),
     "no_cluster": ({"cluster_id": DELETE}, "cluster_id"),
-    "instance_type_with_memory": ({"instance_type_id": "it-1", "cpu": DELETE}, "memory_mb"),
-    "instance_type_with_cpu": ({"instance_type_id": "it-1", "memory_mb": DELETE}, "cpu"),
-    "instance_type_with_guaranteed_memory": ({"instance_type_id": "it-1", "memory_mb": DELETE, "cpu": DELETE,
+    # Ids go into the engine's URL paths: a UUID or nothing (docs/architecture.md#acting-only-on-what-is-ours).
+    "cluster_id_with_a_space": ({"cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e 1b2d3e4f5a6b"}, "cluster_id"),
+    "cluster_id_a_name": ({"cluster_id": "Default"}, "cluster_id"),
+    "cluster_id_with_a_trailing_newline": ({"cluster_id": ID_1 + "\n"}, "cluster_id"),
+    "instance_type_not_an_id": ({"instance_type_id": "Large", "memory_mb": DELETE, "cpu": DELETE}, "instance_type_id"),
+    "storage_domain_not_an_id": ({"storage_domain_id": "data 1"}, "storage_domain_id"),
+    "nic_profile_not_an_id": ({"network_interfaces": [{"vnic_profile_id": ID_1}, {"vnic_profile_id": "ovirtmgmt"}]},
+                              "network_interfaces[1].vnic_profile_id"),
+    "instance_type_with_memory": ({"instance_type_id": ID_1, "cpu": DELETE}, "memory_mb"),
+    "instance_type_with_cpu": ({"instance_type_id": ID_1, "memory_mb": DELETE}, "cpu"),
+    "instance_type_with_guaranteed_memory": ({"instance_type_id": ID_1, "memory_mb": DELETE, "cpu": DELETE,
                                               "guaranteed_memory_mb": 1024}, "guaranteed_memory_mb"),
     "no_memory": ({"memory_mb": DELETE}, "memory_mb"),
     "negative_memory": ({"memory_mb": -1}, "memory_mb"),
@@ -194,12 +219,12 @@ REFUSED = {
     "unknown_auto_pinning": ({"auto_pinning_policy": "adjust"}, "auto_pinning_policy"),
     "bad_hugepages": ({"hugepages": 1234}, "hugepages"),
     "unknown_format": ({"format": "qcow2"}, "format"),
-    "thin_desktop_on_another_domain": ({"type": "desktop", "storage_domain_id": "sd-1"}, "storage_domain_id"),
+    "thin_desktop_on_another_domain": ({"type": "desktop", "storage_domain_id": ID_1}, "storage_domain_id"),
     "raw_without_clone": ({"clone": False, "format": "raw"}, "format"),
     "preallocated_without_clone": ({"clone": False, "sparse": False}, "sparse"),
     "blank_affinity_group": ({"affinity_groups_names": ["a", " \t"]}, "affinity_groups_names[1]"),
     "duplicate_affinity_group": ({"affinity_groups_names": ["a", "b", "a"]}, "affinity_groups_names[2]"),
-    "nic_without_profile": ({"network_interfaces": [{"vnic_profile_id": "p"}, {}]},
+    "nic_without_profile": ({"network_interfaces": [{"vnic_profile_id": ID_1}, {}]},
                             "network_interfaces[1].vnic_profile_id"),
     "null_nic": ({"network_interfaces": [None]}, "network_interfaces[0].vnic_profile_id"),
 }
@@ -215,9 +240,15 @@ def test_each_rule_refuses_what_the_controller_refuses_naming_the_field(ns, obje
 
     said = refusal(objects, doc)
     assert said is not None, f"{case}: accepted"
+    errors = controller_errors(spec_value, base)
+    if case == "cluster_id_with_a_trailing_newline":
+        # The API server drops a message of more than one line for the rule's static one, which names the field
+        # without the value.
+        assert said == f"providerSpec.value.{field}: Invalid value: {NOT_AN_OVIRT_ID}", said
+        assert any(e.startswith(f"{base}.{field}: Invalid value: ") for e in errors), errors
+        return
     assert said.startswith(f"{base}.{field}: "), said
     # The controller refuses the same spec for the same field, in the same words.
-    errors = controller_errors(spec_value, base)
     if case == "memory_beyond_int64":
         assert any(e.startswith(f"{base}.{field}: ") for e in errors), errors
     else:
@@ -263,9 +294,12 @@ ACCEPTED = {
     "most_cores_and_threads": {"cpu": {"sockets": 1, "cores": MAX_CORES_PER_SOCKET, "threads": 2}},
     "most_threads": {"cpu": {"sockets": 1, "cores": 1, "threads": MAX_THREADS_PER_CORE}},
     # Other shapes the controller takes.
-    "instance_type": {"instance_type_id": "it-1", "memory_mb": DELETE, "cpu": DELETE},
-    "instance_type_with_zero_memory": {"instance_type_id": "it-1", "memory_mb": 0, "cpu": None},
-    "desktop_cloned_elsewhere": {"type": "desktop", "clone": True, "storage_domain_id": "sd-1", "format": "raw"},
+    "instance_type": {"instance_type_id": ID_1, "memory_mb": DELETE, "cpu": DELETE},
+    "instance_type_with_zero_memory": {"instance_type_id": ID_1, "memory_mb": 0, "cpu": None},
+    "desktop_cloned_elsewhere": {"type": "desktop", "clone": True, "storage_domain_id": ID_1, "format": "raw"},
+    "ids_in_upper_case": {"cluster_id": ID_2.upper(), "storage_domain_id": ID_1.upper(),
+                          "network_interfaces": [{"vnic_profile_id": ID_2.upper()}]},
+    "empty_ids_are_unset": {"instance_type_id": "", "storage_domain_id": ""},
     "thin_desktop": {"type": "desktop", "format": "cow", "sparse": True},
     "nulls_take_defaults": {"clone": None, "sparse": None, "format": None, "hugepages": None, "id": None,
                             "credentialsSecret": None, "network_interfaces": None, "affinity_groups_names": None,
@@ -302,16 +336,17 @@ def test_random_specs_are_refused_only_when_the_controller_refuses_them(ns, obje
         "guaranteed_memory_mb": [DELETE, 0, -1, 1024, 20000, "x"],
         "cpu": [DELETE, None, {}, {"sockets": 1, "cores": 1, "threads": 1}, {"sockets": 2, "cores": 0, "threads": 1},
                 {"sockets": 400, "cores": 2, "threads": 1}, {"sockets": "2"}, [1]],
-        "instance_type_id": [DELETE, "", "it-1", 3],
+        "instance_type_id": [DELETE, "", ID_1, "it-1", 3],
+        "cluster_id": [ID_2, "", "c 1"],
         "type": [DELETE, "", "server", "desktop", "high_performance", "Server"],
         "clone": [DELETE, None, True, False, "false"],
         "sparse": [DELETE, True, False],
         "format": [DELETE, "", "raw", "cow", "qcow2"],
-        "storage_domain_id": [DELETE, "", "sd-1"],
+        "storage_domain_id": [DELETE, "", ID_2, "sd 1"],
         "hugepages": [DELETE, 0, 2048, 4096],
         "os_disk": [DELETE, {}, {"size_gb": 120}, {"size_gb": -1}, {"size_gb": MAX_DISK_GB + 1}],
         "affinity_groups_names": [DELETE, [], ["a"], ["a", "a"], [""], ["\u00a0"], ["a", 1]],
-        "network_interfaces": [DELETE, [], [{"vnic_profile_id": "p"}], [{}], [None], ["p"]],
+        "network_interfaces": [DELETE, [], [{"vnic_profile_id": ID_1}], [{"vnic_profile_id": "p"}], [{}], [None], ["p"]],
         "userDataSecret": [DELETE, None, {}, {"name": "worker-user-data"}, {"name": 1}],
         "template_name": [DELETE, "", "rhcos"],
     }
@@ -367,6 +402,72 @@ def test_objects_stored_invalid_before_the_policy_can_be_labelled_scaled_and_del
     cluster.kubectl("-n", namespace, "delete", "machineset", "stored-invalid", "--wait=true", "--timeout=30s")
 
 
+# --- a MachineHealthCheck's remediation template ------------------------------------------------------------------
+
+OVIRT_TEMPLATE = {"apiVersion": f"{REMEDIATION_GROUP}/{REMEDIATION_VERSION}", "kind": "OvirtRemediationTemplate",
+                  "name": "fence"}
+TEMPLATES_REFUSED = {
+    "no_api_version": ({"apiVersion": DELETE}, "apiVersion"),
+    "api_version_without_version": ({"apiVersion": f"{REMEDIATION_GROUP}/"}, "apiVersion"),
+    "api_version_of_three_parts": ({"apiVersion": "a/b/c"}, "apiVersion"),
+    "core_group": ({"apiVersion": "v1", "kind": "PodTemplate"}, "apiVersion"),
+    "kubernetes_group": ({"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachmentTemplate"}, "apiVersion"),
+    "an_early_kubernetes_group": ({"apiVersion": "apps/v1", "kind": "ReplicaSetTemplate"}, "apiVersion"),
+    "no_kind": ({"kind": DELETE}, "kind"),
+    "kind_not_a_template": ({"kind": "OvirtRemediation"}, "kind"),
+    "kind_template_alone": ({"kind": "Template"}, "kind"),
+    "no_name": ({"name": ""}, "name"),
+}
+
+
+def _template(**changes: Any) -> dict[str, Any]:
+    t = dict(OVIRT_TEMPLATE)
+    for key, new in changes.items():
+        if new is DELETE:
+            t.pop(key, None)
+        else:
+            t[key] = new
+    return t
+
+
+@pytest.mark.parametrize("case", TEMPLATES_REFUSED)
+def test_a_remediation_template_the_controller_refuses_is_refused_naming_the_field(ns, objects, case):
+    changes, field = TEMPLATES_REFUSED[case]
+    template = _template(**changes)
+    said = refusal(objects, health_check(ns, template))
+    assert said is not None, f"{case}: accepted"
+    assert said.startswith(f"spec.remediationTemplate.{field}: "), said
+    # The controller refuses it for the same field, in the same words (controllers/remediators.py).
+    assert said in [str(e) for e in validate_remediation_template(ObjectReference.from_dict(template))], said
+
+
+@pytest.mark.parametrize("template", [None, OVIRT_TEMPLATE,
+                                      _template(apiVersion="self-node-remediation.medik8s.io/v1alpha1",
+                                                kind="SelfNodeRemediationTemplate"),
+                                      _template(apiVersion="infrastructure.cluster.x-k8s.io/v1beta1",
+                                                kind="Metal3RemediationTemplate")],
+                         ids=["none", "ovirt", "medik8s", "cluster-api"])
+def test_a_remediation_template_of_another_projects_group_passes(ns, objects, template):
+    """Whether its kind is a registered remediator needs the cluster's ClusterRoles: the controller's to judge."""
+    if template is not None:
+        assert validate_remediation_template(ObjectReference.from_dict(template)) == []
+    assert refusal(objects, health_check(ns, template)) is None
+
+
+def test_a_check_stored_with_a_bad_template_can_still_be_labelled_and_deleted(cluster, namespace, policy, objects):
+    stored = health_check(namespace, _template(apiVersion=DELETE), name="stored-invalid")
+    assert refusal(objects, stored, dry_run=False) is None  # the namespace is not covered yet
+    cluster.kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={policy}")
+    _wait_enforced(objects, namespace)
+    objects.patch_namespaced_custom_object(keys.GROUP, keys.VERSION, namespace, "machinehealthchecks",
+                                           "stored-invalid", {"metadata": {"labels": {"touched": "yes"}}})
+    with pytest.raises(ApiException) as refused:
+        objects.patch_namespaced_custom_object(keys.GROUP, keys.VERSION, namespace, "machinehealthchecks",
+                                               "stored-invalid", {"spec": {"remediationTemplate": {"kind": "X"}}})
+    assert refused.value.status == 422
+    cluster.kubectl("-n", namespace, "delete", "machinehealthcheck", "stored-invalid", "--wait=true", "--timeout=30s")
+
+
 # --- where the policy ships ----------------------------------------------------------------------------------------
 
 def _kinds(cluster, entry_point: str) -> set[tuple[str, str]]:
@@ -377,8 +478,8 @@ def _kinds(cluster, entry_point: str) -> set[tuple[str, str]]:
 def test_standalone_entry_point_ships_the_policy_and_the_openshift_overlay_does_not(cluster):
     """The overlay runs beside MAO, on OpenShift 4.13 and older (the last with the oVirt platform): Kubernetes 1.26,
     which serves no admissionregistration.k8s.io/v1 policies, so shipping it there would fail the apply."""
-    policy_objects = {("ValidatingAdmissionPolicy", gen_admission.POLICY_NAME),
-                      ("ValidatingAdmissionPolicyBinding", gen_admission.POLICY_NAME)}
+    policy_objects = {(kind, name) for name in (gen_admission.POLICY_NAME, gen_admission.MHC_POLICY_NAME)
+                      for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")}
     assert policy_objects <= _kinds(cluster, "config")
     assert not policy_objects & _kinds(cluster, "config/openshift")
 

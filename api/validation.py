@@ -2,7 +2,8 @@
 
 The rules of the Go actuator's validations.go, in its order, plus those a careful implementation adds where
 the Go code lets a bad spec through to a confusing engine fault or silently ignores a setting:
-- template_name and cluster_id non-empty (the CRD of the Go provider marks them required);
+- template_name and cluster_id non-empty (the CRD of the Go provider marks them required), template_name searchable
+  as a literal (api/search_text.py);
 - cpu sockets/cores/threads > 0, memory_mb, guaranteed_memory_mb and os_disk.size_gb not negative, and none
   beyond what an oVirt engine can give (memory, CPU topology, disk size);
   guaranteed memory is forbidden with an instance type (the Go actuator would not send it);
@@ -22,6 +23,7 @@ from typing import Any, Mapping
 
 from api.field_errors import FieldError, InvalidProviderSpec
 from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
+from api.search_text import UNSEARCHABLE, unsearchable_char
 from api.provider_spec import (
     HUGEPAGES_SIZES,
     PROVIDER_SPEC_PATH,
@@ -119,6 +121,8 @@ def _secrets(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
 def _placement(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
     if not spec.template_name:
         errs.required("template_name", "must name the oVirt template to create the VM from")
+    elif unsearchable_char(spec.template_name) is not None:
+        errs.invalid("template_name", spec.template_name, UNSEARCHABLE)  # it is searched for by name
     if not spec.cluster_id:
         errs.required("cluster_id", "must be the ID of the oVirt cluster to create the VM in")
 

@@ -33,6 +33,7 @@ import yaml
 from api import keys
 from api import machinehealthcheck as mhc
 from api.ids import NOT_AN_OVIRT_ID, OVIRT_ID_PATTERN
+from api.search_text import UNSEARCHABLE, UNSEARCHABLE_PATTERN
 from api.provider_spec import (
     HUGEPAGES_SIZES,
     PROVIDER_SPEC_PATH,
@@ -208,6 +209,9 @@ def _semantic_rules() -> list[Rule]:
         Rule("template_name", f"{var}template_name != ''",
              _lit("Required value: must name the oVirt template to create the VM from"),
              "Required value: must name the oVirt template to create the VM from"),
+        Rule("template_name", f"!{var}template_name.matches({_lit(UNSEARCHABLE_PATTERN)})",
+             f"'Invalid value: \"' + {var}template_name + {_lit(chr(34) + ': ' + UNSEARCHABLE)}",
+             f"Invalid value: {UNSEARCHABLE}"),
         Rule("cluster_id", f"{var}cluster_id != ''",
              _lit("Required value: must be the ID of the oVirt cluster to create the VM in"),
              "Required value: must be the ID of the oVirt cluster to create the VM in"),

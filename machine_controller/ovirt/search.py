@@ -6,19 +6,17 @@ inside double quotes, so a CSI volume named `*` would match every disk. Callers 
 returns exactly, but a value that is a pattern must not reach the engine at all: it costs a list of everything
 and says the caller searched for something it did not mean. Double quotes delimit a value; rather than rely on an
 escape the engine's grammar does not document, a value holding a quote or a backslash is refused, as are control
-characters (a newline would end the query line in the engine's log). Spaces are fine inside the quotes.
+characters (a newline would end the query line in the engine's log); the rule is api/search_text.py's, which the
+provider spec's validation applies to the template's name where it enters. Spaces are fine inside the quotes.
 
 Ids never go through here: an id goes into a URL path and must be an engine UUID (`api.ids.is_ovirt_id`).
 """
 
 from __future__ import annotations
 
-import re
+from api.search_text import unsearchable_char
 
 from .errors import BadRequestError
-
-# `*`: the wildcard; `"` and `\`: the quoting itself; C0 controls and DEL: line breaks and invisible bytes.
-_REFUSED = re.compile(r'[*"\\\x00-\x1f\x7f]')
 
 
 class UnsearchableValue(BadRequestError):
@@ -29,9 +27,8 @@ def check(value: str, what: str = "name") -> str:
     """`value` unchanged when it can be searched for literally; else UnsearchableValue saying what is wrong."""
     if not value:
         raise UnsearchableValue(f"the {what} is empty")
-    bad = _REFUSED.search(value)
-    if bad is not None:
-        char = bad.group()
+    char = unsearchable_char(value)
+    if char is not None:
         shown = "a wildcard" if char == "*" else "a quote" if char in '"\\' else "a control character"
         raise UnsearchableValue(f"the {what} {value!r} holds {shown} ({char!r}), which the engine's search "
                                 "cannot take as a literal")

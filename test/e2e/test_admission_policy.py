@@ -185,6 +185,9 @@ REFUSED = {
     "no_user_data_secret": ({"userDataSecret": DELETE}, "userDataSecret"),
     "user_data_secret_without_name": ({"userDataSecret": {}}, "userDataSecret.name"),
     "no_template": ({"template_name": ""}, "template_name"),
+    "template_name_with_a_wildcard": ({"template_name": "rhcos-*"}, "template_name"),
+    "template_name_with_a_quote": ({"template_name": 'rhcos"4'}, "template_name"),
+    "template_name_with_a_backslash": ({"template_name": "rhcos\\4"}, "template_name"),
     "no_cluster": ({"cluster_id": DELETE}, "cluster_id"),
     # Ids go into the engine's URL paths: a UUID or nothing (docs/architecture.md#acting-only-on-what-is-ours).
     "cluster_id_with_a_space": ({"cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e 1b2d3e4f5a6b"}, "cluster_id"),
@@ -306,6 +309,7 @@ ACCEPTED = {
                             "guaranteed_memory_mb": None, "auto_pinning_policy": None, "instance_type_id": None},
     "unknown_keys_ignored": {"metadata": {"labels": {"a": "b"}}, "future_setting": [1, "x"], "kind": DELETE,
                              "apiVersion": DELETE},
+    "template_name_with_spaces_and_dots": {"template_name": "RHCOS 4.14 (x86_64)"},
     "group_names_with_inner_space": {"affinity_groups_names": ["a b", "a  b", "é"]},
     "empty_lists": {"affinity_groups_names": [], "network_interfaces": []},
 }
@@ -348,7 +352,7 @@ def test_random_specs_are_refused_only_when_the_controller_refuses_them(ns, obje
         "affinity_groups_names": [DELETE, [], ["a"], ["a", "a"], [""], ["\u00a0"], ["a", 1]],
         "network_interfaces": [DELETE, [], [{"vnic_profile_id": ID_1}], [{"vnic_profile_id": "p"}], [{}], [None], ["p"]],
         "userDataSecret": [DELETE, None, {}, {"name": "worker-user-data"}, {"name": 1}],
-        "template_name": [DELETE, "", "rhcos"],
+        "template_name": [DELETE, "", "rhcos", "rhcos*", "a b"],
     }
     rng = random.Random(17)
     refused_by_controller = refused_by_both = 0

@@ -41,6 +41,8 @@ VALID = {
 ID_1 = "0000000a-000a-000a-000a-00000000000a"
 ID_2 = "0000000b-000b-000b-000b-00000000000b"
 NOT_AN_ID = "must be an oVirt ID, a UUID such as 5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b"
+UNSEARCHABLE = ("must not hold a wildcard (*), a double quote, a backslash or a control character: the engine's "
+                "search cannot take them as a literal")
 
 
 def spec_with(**changes) -> dict:
@@ -180,6 +182,7 @@ VALID_VARIANTS = {
     "affinity groups and nics": spec_with(
         affinity_groups_names=["a", "b"], network_interfaces=[{"vnic_profile_id": ID_1}, {"vnic_profile_id": ID_2}]
     ),
+    "template name with spaces and dots": spec_with(template_name="RHCOS 4.14 (x86_64)"),
     "ids in upper case": spec_with(cluster_id=VALID["cluster_id"].upper(), storage_domain_id=ID_1.upper()),
     "no credentialsSecret (ignored by the actuator)": spec_with(credentialsSecret=None),
 }
@@ -207,6 +210,13 @@ INVALID = {
         spec_with(template_name=""),
         [f"{P}.template_name: Required value: must name the oVirt template to create the VM from"],
     ),
+    # The template is searched for by its name: what the engine's search cannot take as a literal is refused
+    # where it enters (machine_controller/ovirt/search.py).
+    **{f"template_name {why}": (
+        spec_with(template_name=name),
+        [f'{P}.template_name: Invalid value: "{name}": {UNSEARCHABLE}'],
+    ) for why, name in (("with a wildcard", "rhcos-*"), ("with a quote", 'rhcos"4.14'),
+                        ("with a backslash", "rhcos\\4"), ("with a tab", "rhcos\t4"))},
     "cluster_id missing": (
         spec_with(cluster_id=None),
         [f"{P}.cluster_id: Required value: must be the ID of the oVirt cluster to create the VM in"],

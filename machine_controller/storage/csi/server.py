@@ -41,9 +41,24 @@ SERVICES = ("controller", "node")
 SMBIOS_UUID = "/sys/class/dmi/id/product_uuid"
 
 
+def endpoint_arg(text: str) -> str:
+    """An argparse `type` for --endpoint: `unix:` and an absolute path, or `[tcp://]host:port` with a port of
+    1-65535; anything else is one line naming the flag (FlagParser), not gRPC's bind failure as a traceback."""
+    if text.startswith("unix:"):
+        if not _socket_path(text).strip("/"):
+            raise argparse.ArgumentTypeError(f"{text!r} names no socket path (unix:///path/csi.sock)")
+        return text
+    address = text.removeprefix("tcp://")
+    host, colon, port = address.rpartition(":")
+    numeric = port.isascii() and port.isdigit()
+    if "://" in address or not colon or "/" in host or not numeric or not 1 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither unix:///path/csi.sock nor host:port (a port of 1-65535)")
+    return text
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     p = FlagParser(prog="ovirt-csi-driver", description=f"The {DRIVER_NAME} CSI driver for oVirt disks.")
-    p.add_argument("--endpoint", default="unix:///csi/csi.sock",
+    p.add_argument("--endpoint", type=endpoint_arg, default="unix:///csi/csi.sock",
                    help="unix:///path/csi.sock (a stale socket is replaced) or host:port")
     p.add_argument("--services", default="controller,node",
                    help="which CSI services besides Identity: controller, node or both (comma-separated)")
@@ -104,12 +119,16 @@ def _socket_path(endpoint: str) -> str:
     return "/" + endpoint[len("unix:"):].lstrip("/")
 
 
+class EndpointUnusable(Exception):
+    """--endpoint is an address, but not one this process can listen on."""
+
+
 def listen_address(endpoint: str) -> str:
     if endpoint.startswith("unix:"):
         path = _socket_path(endpoint)
         parent = os.path.dirname(path)
         if not os.path.isdir(parent):
-            raise SystemExit(f"ovirt-csi-driver: the socket's directory {parent} does not exist")
+            raise EndpointUnusable(f"the socket's directory {parent!r} does not exist")
         if os.path.lexists(path) and stat.S_ISSOCK(os.lstat(path).st_mode):
             os.remove(path)  # left by a previous run of the driver
         return f"unix://{path}"
@@ -139,7 +158,10 @@ def build(args: argparse.Namespace, pool: ConnectionPool | None = None) -> tuple
         pb_grpc.add_NodeServicer_to_server(node_servicer(pb, pb_grpc, node_id_of(args), args.device_wait), server)
     pb_grpc.add_IdentityServicer_to_server(
         identity_servicer(pb, pb_grpc, client.ping if client else None), server)
-    server.add_insecure_port(listen_address(args.endpoint))
+    try:
+        server.add_insecure_port(listen_address(args.endpoint))
+    except RuntimeError as e:  # gRPC's bind failure: a host that does not resolve, an address in use
+        raise EndpointUnusable(f"cannot listen on it: {e}") from None
     return server, pool
 
 
@@ -169,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         server, pool = build(args)
     except (InvalidCredentials, spec.SpecUnavailable) as e:
         print(f"ovirt-csi-driver: {e}", file=sys.stderr)
+        return 2
+    except EndpointUnusable as e:
+        print(f"ovirt-csi-driver: error: argument --endpoint: {args.endpoint!r}: {e}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -31,9 +31,18 @@ GIB = 1024 * MIB
 MAX_DISK_BYTES = (2**63 - 1) // MIB * MIB
 
 
+class DiskSizeOutOfRange(ValueError):
+    """A size that, rounded up to whole MiB, is beyond MAX_DISK_BYTES: no disk can have it."""
+
+
 def round_size(size_bytes: int, unit: int = MIB) -> int:
-    """The smallest multiple of `unit` (>= one unit) not below `size_bytes`."""
-    return max(unit, -(-int(size_bytes) // unit) * unit)
+    """The smallest multiple of `unit` (>= one unit) not below `size_bytes`; never beyond MAX_DISK_BYTES, so no
+    caller can hand the engine or a CSI answer a size that int64 cannot hold (DiskSizeOutOfRange)."""
+    size = max(unit, -(-int(size_bytes) // unit) * unit)
+    if size > MAX_DISK_BYTES:
+        raise DiskSizeOutOfRange(f"{size_bytes} bytes is larger than the largest disk size ({MAX_DISK_BYTES} bytes: "
+                                 "int64 in whole MiB)")
+    return size
 
 
 def name_for_claim(claim_uid: str) -> str:
@@ -104,12 +113,15 @@ class Disks:
         except NotFoundError:
             return None
 
-    def find_by_name(self, name: str) -> types.Disk | None:
-        # The search matches patterns and ignores case: identity is the exact name. Two disks of one claim's
-        # name would mean something else made one; refuse to guess.
+    def named(self, name: str) -> list[types.Disk]:
+        """Every disk of exactly this name, asked fresh (the search matches patterns and ignores case)."""
         query = search.equals("name", name, "disk name")
         found = self.client.call(f"search disk {name}", lambda s: s.disks_service().list(search=query))
-        exact = [d for d in found if (d.name or d.alias) == name]
+        return [d for d in found if (d.name or d.alias) == name]
+
+    def find_by_name(self, name: str) -> types.Disk | None:
+        # Two disks of one claim's name would mean something else made one; refuse to guess.
+        exact = self.named(name)
         if len(exact) > 1:
             raise OvirtError(f"{len(exact)} disks are named {name!r}; refusing to guess which one is the volume")
         return exact[0] if exact else None
@@ -157,6 +169,11 @@ class Disks:
         except NotFoundError:
             return False
         return True
+
+    def set_description(self, disk_id: str, description: str) -> types.Disk:
+        _require_id("disk id", disk_id)
+        return self.client.call(f"describe disk {disk_id}", lambda s: s.disks_service().disk_service(disk_id)
+                                .update(types.Disk(description=description)))
 
     def resize(self, disk_id: str, size_bytes: int) -> types.Disk:
         """Grow the disk to `round_size(size_bytes)` (the engine refuses to shrink; it locks the disk while it

@@ -21,8 +21,8 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Resource, Rest, classify, is_not_found
 
-from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, DiskTooLarge, made_by_csi, name_for_claim,
-                    round_size, status_of)
+from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, DiskSizeOutOfRange, DiskTooLarge, made_by_csi,
+                    name_for_claim, round_size, status_of)
 from .flexvolume import DRIVER, FS_TYPES, VOLUME_ID
 from .metrics import StorageMetrics
 
@@ -153,7 +153,9 @@ class Provisioner:
             size = parse_bytes(str(request), "spec.resources.requests.storage")
         except InvalidQuantity as e:
             self._fail(pvc, "InvalidClaim", str(e))
-        if round_size(size) > MAX_DISK_BYTES:
+        try:
+            round_size(size)
+        except DiskSizeOutOfRange:
             self._fail(pvc, "InvalidClaim", f"spec.resources.requests.storage {request} is larger than the largest "
                        f"disk size ({MAX_DISK_BYTES} bytes: int64 in whole MiB)")
 

@@ -17,7 +17,7 @@ from machine_controller.ovirt.errors import (AuthenticationError, BadRequestErro
                                              TransientError)
 from machine_controller.runtime.logging import get_logger
 
-from ..disks import DiskIllegal, DiskLocked, DiskTooLarge
+from ..disks import DiskIllegal, DiskLocked, DiskSizeOutOfRange, DiskTooLarge
 from ..flexvolume import Failure
 
 log = get_logger(__name__)
@@ -51,7 +51,7 @@ def status_of(err: BaseException) -> tuple[grpc.StatusCode, str]:
         return err.code, str(err)
     if isinstance(err, NotFoundError):
         return grpc.StatusCode.NOT_FOUND, str(err)
-    if isinstance(err, DiskTooLarge):  # the spec's "unsupported capacity_range"
+    if isinstance(err, (DiskTooLarge, DiskSizeOutOfRange)):  # the spec's "unsupported capacity_range"
         return grpc.StatusCode.OUT_OF_RANGE, str(err)
     if isinstance(err, DiskLocked):
         # The engine holds the disk (creating, extending): the spec's "operation pending for this volume".

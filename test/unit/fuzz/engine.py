@@ -23,6 +23,7 @@ class Requests:
     path_ids: list[str] = field(default_factory=list)
     searches: list[str] = field(default_factory=list)
     sizes: list[int] = field(default_factory=list)
+    disks: dict[str, types.Disk] = field(default_factory=dict)  # made through this stand-in, by id
 
     def well_formed(self) -> None:
         """Every id in a path an engine UUID, every search `name="<literal>"`, every size an int64."""
@@ -40,8 +41,9 @@ def _ok_disk(disk_id: str, size: int = GIB, name: str = "d", description: str | 
 
 
 class _Service:
-    """Any service: what the disk layer calls on it, recorded. A disk exists (1 GiB, ok) at every id; no disk is
-    found by a search, no VM is listed, no attachment exists; every storage domain searched for exists."""
+    """Any service: what the disk layer calls on it, recorded. A disk made here is found by its name and id; any
+    other id is a disk of 1 GiB, ok; no VM is listed, no attachment exists; every storage domain searched for
+    exists."""
 
     def __init__(self, requests: Requests, disk_id: str | None = None):
         self.r, self.disk_id = requests, disk_id
@@ -64,23 +66,32 @@ class _Service:
         return _Attachments(self.r)
 
     def list(self, search: str | None = None, follow: str | None = None) -> list:
-        if search is not None:
-            self.r.searches.append(search)
-        return []
+        if search is None:
+            return []
+        self.r.searches.append(search)
+        return [d for d in self.r.disks.values() if search == f'name="{d.name}"']
 
     def get(self) -> types.Disk:
-        return _ok_disk(self.disk_id)
+        return self.r.disks.get(self.disk_id) or _ok_disk(self.disk_id)
 
     def add(self, disk: types.Disk, query=None) -> types.Disk:
         self.r.sizes.append(disk.provisioned_size)
-        return _ok_disk(str(uuid.uuid4()), disk.provisioned_size, disk.name, disk.description)
+        made = _ok_disk(str(uuid.uuid4()), disk.provisioned_size, disk.name, disk.description)
+        self.r.disks[made.id] = made
+        return made
 
-    def update(self, disk: types.Disk) -> types.Disk:
-        self.r.sizes.append(disk.provisioned_size)
-        return _ok_disk(self.disk_id, disk.provisioned_size)
+    def update(self, disk: types.Disk, **_) -> types.Disk:
+        current = self.r.disks.get(self.disk_id) or _ok_disk(self.disk_id)
+        if disk.provisioned_size is not None:
+            self.r.sizes.append(disk.provisioned_size)
+            current.provisioned_size = disk.provisioned_size
+        if disk.description is not None:
+            current.description = disk.description
+        self.r.disks[self.disk_id] = current
+        return current
 
     def remove(self, **_) -> None:
-        return None
+        self.r.disks.pop(self.disk_id, None)
 
 
 class _Domains(_Service):

@@ -1,8 +1,9 @@
 """The CSI Controller service: oVirt disks made, attached, grown and removed through the shared disk layer.
 
 Identity of a volume: the CSI name becomes the disk's name (external-provisioner sends `pvc-<claim uid>`, the name
-the volume provisioner gives its disks too), so a retried CreateVolume finds the disk it already made and never
-makes a second one; the volume id is the disk id. The node id is the node's VM id (docs/storage.md#csi-driver).
+the volume provisioner gives its disks too), so a retried CreateVolume finds the disk it already made, and calls of
+two controller processes at once end with one disk (`crossprocess.py`); the volume id is the disk id. The node id
+is the node's VM id (docs/storage.md#csi-driver).
 CreateVolume answers only once the engine reports the disk `ok`, within the caller's deadline: past it the call
 is ABORTED and the sidecar's retry finds the disk by name and waits again.
 """
@@ -20,8 +21,9 @@ from machine_controller.ovirt.errors import ConflictError, NotFoundError
 
 from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi, status_of as disk_status
 
+from .crossprocess import OneDiskPerName, check_published, delete_unattached, description_for
 from .errors import CsiError, invalid, not_found, require, rpc
-from .volumes import check_capabilities, description_for, fits, is_block, parameters, size_for, unsupported
+from .volumes import check_capabilities, check_parameters, fits, is_block, size_for, unsupported
 
 # Never wait for a disk past this, whatever deadline the caller gave (a sidecar without --timeout gives none).
 MAX_WAIT_S = 60.0
@@ -78,20 +80,14 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
             if request.HasField("volume_content_source"):
                 raise invalid("volumes from snapshots or clones are not supported by this driver")
             size = size_for(request.capacity_range if request.HasField("capacity_range") else None)
-            params = parameters(dict(request.parameters))
+            params = check_parameters(pb, dict(request.parameters), request.volume_capabilities)
             with self.inflight.hold(request.name):
-                disk = self.disks.find_by_name(request.name)
-                if disk is not None:
-                    if not made_by_csi(disk):
-                        raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
-                                       f"a disk named {request.name!r} exists that this driver did not make")
-                    if not fits(disk.provisioned_size or 0, request.capacity_range):
-                        raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
-                                       f"volume {request.name!r} exists with {disk.provisioned_size} bytes, "
-                                       "outside the requested capacity range")
-                else:
-                    disk = self._create(request.name, size, params)
-                disk = self._ok(disk, context)
+                disk = OneDiskPerName(self.disks, lambda d: self._ok(d, context), POLL_S).get(
+                    request.name, lambda: self._create(request.name, size, params), _wait_budget(context))
+                if not fits(disk.provisioned_size or 0, request.capacity_range):
+                    raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
+                                   f"volume {request.name!r} exists with {disk.provisioned_size} bytes, "
+                                   "outside the requested capacity range")
                 return pb.CreateVolumeResponse(volume=pb.Volume(volume_id=disk.id,
                                                                 capacity_bytes=disk.provisioned_size or size))
 
@@ -126,11 +122,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                 if not made_by_csi(disk):
                     raise CsiError(grpc.StatusCode.FAILED_PRECONDITION,
                                    f"disk {disk.id} ({disk.name}) was not made by this driver: not removing it")
-                vms = self.disks.attachments_of_disk(disk.id)
-                if vms:
-                    raise CsiError(grpc.StatusCode.FAILED_PRECONDITION,
-                                   f"volume {disk.id} is still attached to VM {', '.join(vms)}")
-                self.disks.remove(disk.id)
+                delete_unattached(self.disks, disk)
                 return pb.DeleteVolumeResponse()
 
         # --- attachments ----------------------------------------------------------------------------------------
@@ -158,6 +150,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                     raise CsiError(grpc.StatusCode.ALREADY_EXISTS,
                                    f"volume {request.volume_id} is attached to {request.node_id} "
                                    f"{'read-only' if att.read_only else 'read-write'} already")
+                check_published(self.disks, request.volume_id)
                 return pb.ControllerPublishVolumeResponse()
 
         @rpc
@@ -187,7 +180,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
             if why:
                 return pb.ValidateVolumeCapabilitiesResponse(message=why)
             if request.parameters:
-                parameters(dict(request.parameters))
+                check_parameters(pb, dict(request.parameters), request.volume_capabilities)
             return pb.ValidateVolumeCapabilitiesResponse(confirmed=pb.ValidateVolumeCapabilitiesResponse.Confirmed(
                 volume_context=request.volume_context, volume_capabilities=request.volume_capabilities,
                 parameters=request.parameters))

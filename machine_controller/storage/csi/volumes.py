@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..disks import CSI_DESCRIPTION_PREFIX, GIB, MAX_DISK_BYTES, round_size
+from ..disks import GIB, round_size
 from ..flexvolume import FS_TYPES
 from ..provisioner import parse_params
 from .errors import CsiError, invalid
@@ -21,11 +21,6 @@ DEFAULT_SIZE = GIB  # what a CreateVolume without capacity_range gets
 DEFAULT_FS = "ext4"
 # Keys the sidecars add to the StorageClass parameters for themselves (secrets, fstype, PVC metadata).
 _SIDECAR_PREFIX = "csi.storage.k8s.io/"
-
-
-def description_for(name: str) -> str:
-    # The mark of this driver's disks: DeleteVolume removes no other disk (a FlexVolume one, a VM's).
-    return f"{CSI_DESCRIPTION_PREFIX} {name}"
 
 
 def single_node_modes(pb: Any) -> set[int]:
@@ -70,10 +65,8 @@ def size_for(capacity_range: Any) -> int:
         raise invalid("capacity_range bytes must not be negative")
     if limit and required > limit:
         raise invalid(f"required_bytes {required} exceeds limit_bytes {limit}")
+    # round_size refuses what int64 cannot hold: DiskSizeOutOfRange, OUT_OF_RANGE (errors.py).
     size = round_size(required or (min(DEFAULT_SIZE, limit) if limit else DEFAULT_SIZE))
-    if size > MAX_DISK_BYTES:
-        raise CsiError(grpc.StatusCode.OUT_OF_RANGE, f"required_bytes {required} is larger than the largest disk "
-                       f"size ({MAX_DISK_BYTES} bytes: int64 in whole MiB)")
     if limit and size > limit:
         raise CsiError(grpc.StatusCode.OUT_OF_RANGE,
                        f"the engine allocates whole MiB: {size} bytes is the smallest size >= {required} and it "
@@ -87,18 +80,54 @@ def fits(size: int, capacity_range: Any) -> bool:
     return size >= required and (not limit or size <= limit)
 
 
+# The StorageClass parameters this driver takes, and nothing else: the table in docs/storage.md#storageclass-parameters
+# is this list (test/unit/storage/test_csi_volumes.py compares them).
+FSTYPE_KEY = f"{_SIDECAR_PREFIX}fstype"
+PARAMETERS = {
+    "storageDomainName": "the oVirt data domain the disk is made in (required)",
+    "thinProvisioning": "true (the default) or false (preallocated)",
+    FSTYPE_KEY: "ext4 (the default) or xfs: the filesystem of mount volumes",
+    f"{_SIDECAR_PREFIX}*": "the sidecars' other keys (secrets, PVC metadata), left to them",
+}
+# Keys of the FlexVolume classes (docs/compatibility.md#storage): refused with the key to write instead.
+_FLEXVOLUME_KEYS = {"fsType": FSTYPE_KEY, "ovirtStorageDomain": "storageDomainName"}
+
+
 @dataclass(frozen=True)
 class Parameters:
     storage_domain: str
     thin: bool
+    fs_type: str
 
 
-def parameters(params: dict[str, str]) -> Parameters:
-    """The StorageClass parameters (the same keys as the volume provisioner's; the fs type comes with the volume
-    capability instead, which external-provisioner fills from csi.storage.k8s.io/fstype)."""
-    own = {k: v for k, v in params.items() if not k.startswith(_SIDECAR_PREFIX)}
+def check_parameters(pb: Any, params: dict[str, str], caps: Any) -> Parameters:
+    """The StorageClass parameters of a request with its volume capabilities, or INVALID_ARGUMENT naming the key.
+
+    The filesystem is the volume capability's `fs_type`: external-provisioner turns the class's
+    csi.storage.k8s.io/fstype into it, and the node makes the one the capability names. A caller that sends the key
+    itself gets it honoured the same way: a capability that asks for another filesystem (or none: the node's ext4)
+    is refused rather than given something else."""
+    for key in sorted(params):
+        if key in _FLEXVOLUME_KEYS:
+            raise invalid(f"parameter {key} is a FlexVolume StorageClass key; this driver's is "
+                          f"{_FLEXVOLUME_KEYS[key]} (docs/storage.md#storageclass-parameters)")
+        if key not in PARAMETERS and not key.startswith(_SIDECAR_PREFIX):
+            raise invalid(f"unknown parameter {key} (this driver takes {', '.join(PARAMETERS)})")
+    if not params.get("storageDomainName"):
+        raise invalid("parameter storageDomainName is required")
     try:
-        domain, thin, _fs = parse_params(own)
+        domain, thin, _ = parse_params({k: params[k] for k in ("storageDomainName", "thinProvisioning") if k in params})
     except ValueError as e:
         raise invalid(str(e))
-    return Parameters(domain, thin)
+    asked = params.get(FSTYPE_KEY, "").strip().lower()
+    if asked and asked not in FS_TYPES:
+        raise invalid(f"parameter {FSTYPE_KEY} {asked!r} is not supported (use one of {', '.join(FS_TYPES)})")
+    for cap in caps:
+        if cap.WhichOneof("access_type") != "mount":
+            continue
+        fs = (cap.mount.fs_type or DEFAULT_FS).lower()
+        if asked and fs != asked:
+            raise invalid(f"parameter {FSTYPE_KEY} asks for {asked} but the volume capability's fs_type is "
+                          f"{cap.mount.fs_type or 'empty (' + DEFAULT_FS + ')'}")
+        asked = asked or fs
+    return Parameters(domain, thin, asked or DEFAULT_FS)

@@ -69,6 +69,13 @@ def test_create_refuses_bad_input_and_creates_nothing(env):
         "unknown storage domain": dict(parameters={"storageDomainName": "nowhere"}),
         "thinProvisioning not a boolean": dict(parameters={"storageDomainName": "nfs-data", "thinProvisioning": "y"}),
         "unknown parameter": dict(parameters={"storageDomainName": "nfs-data", "color": "blue"}),
+        # Issue 38 item 4: the FlexVolume classes' keys are no keys of this driver (docs/storage.md's list).
+        "fsType, accepted and ignored before": dict(parameters={"storageDomainName": "nfs-data", "fsType": "xfs"}),
+        "the legacy domain key": dict(parameters={"ovirtStorageDomain": "nfs-data"}),
+        "a class's filesystem the capability contradicts": dict(
+            parameters={"storageDomainName": "nfs-data", "csi.storage.k8s.io/fstype": "xfs"}),
+        "an unsupported class filesystem": dict(caps=[csi.mount_cap(fs_type="btrfs")], parameters={
+            "storageDomainName": "nfs-data", "csi.storage.k8s.io/fstype": "btrfs"}),
         "required above limit": dict(required=2 * GIB, limit=GIB),
     }
     for what, kwargs in bad.items():
@@ -81,6 +88,10 @@ def test_create_refuses_bad_input_and_creates_nothing(env):
         name=n, volume_capabilities=[csi.mount_cap()], parameters={"storageDomainName": "nfs-data"},
         volume_content_source=src)) == grpc.StatusCode.INVALID_ARGUMENT
     assert disks.find_by_name(n) is None
+    # The class's filesystem, as the capability carries it: made.
+    vol = csi.create(n, caps=[csi.mount_cap(fs_type="xfs")],
+                     parameters={"storageDomainName": "nfs-data", "csi.storage.k8s.io/fstype": "xfs"})
+    csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=vol.volume_id))
 
 
 def test_names_that_are_patterns_or_quotes_are_refused_names_with_spaces_quoted(env):

@@ -285,7 +285,11 @@ def test_machine_without_a_controller_owner_is_not_deleted_on_exhaustion(renv):
 def test_controller_killed_in_each_phase_resumes_with_one_stop_and_one_start(renv, phase):
     menv = renv
     control = menv.sim.control
-    proc = menv.controller()
+    # A controller killed while it waited for the stop's answer leaves a stop that may still land until twice the
+    # client's timeout after it was sent: the next one starts the VM after that
+    # (docs/fencing.md#requests-whose-answer-was-lost). A short client timeout keeps that wait short.
+    client_timeout = ("--ovirt-timeout=5",)
+    proc = menv.controller(extra_args=client_timeout)
     name, vm_id, node = _running_machine(menv)
     # Slow the engine's steps so each phase lasts long enough to be caught.
     control.delay(f"/vms/{vm_id}/stop", 1.5, method="POST", count=1)
@@ -300,7 +304,7 @@ def test_controller_killed_in_each_phase_resumes_with_one_stop_and_one_start(ren
     _request(menv, name)
     _wait(lambda: _phase(menv, name) == phase, f"phase {phase}", 90, menv, interval=0.05)
     proc.kill()
-    menv.controller()
+    menv.controller(extra_args=client_timeout)
     if phase == "ReleasingStorage":
         _wait(lambda: _pod(menv, "held") and _pod(menv, "held")["metadata"].get("deletionTimestamp"),
               "the held pod deleted by the out-of-service taint", 60, menv)

@@ -210,8 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-cap", dest="backoff_cap_s", type=BACKOFF_S, default=300.0, help="longest retry delay")
     p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4, help="size of the shared oVirt connection pool")
     p.add_argument("--ovirt-timeout", dest="ovirt_timeout_s", type=bounded(int, 1, 3600), default=60,
-                   help="seconds an oVirt request may take before its answer is given up as lost (a power action "
-                        "whose answer is lost is never sent again blindly: docs/fencing.md)")
+                   help="seconds an oVirt request may take before its answer is given up as lost; a power action "
+                        "whose answer is lost is never sent again blindly, and fencing starts no VM until twice this "
+                        "has passed since a lost stop (docs/fencing.md#requests-whose-answer-was-lost)")
     p.add_argument("--trusted-ca-bundle", default=TRUSTED_CA_BUNDLE, metavar="FILE",
                    help="the cluster-wide trusted CA bundle (PEM), trusted beside the credentials secret's CA for the "
                         "engine and used for the API server where no CA is configured; the default is where "

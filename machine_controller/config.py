@@ -12,6 +12,7 @@ from typing import Callable, NoReturn, TypeVar
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE
 from machine_controller.runtime.bounds import number_problem
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
+from machine_controller.runtime.logging import LOG_LEVELS
 
 
 # Every controller the process can run, by the name `--controllers` takes (kube-controller-manager's style). On
@@ -58,12 +59,19 @@ _GO_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 N = TypeVar("N", int, float)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|nan)", re.I)
+
+
 class FlagParser(argparse.ArgumentParser):
     """argparse with a one-line error: `prog: error: argument --workers: must be at least 1, got 0 (see --help)`,
     exit code 2. argparse's own error prints the usage first, dozens of lines for this many flags, which buries the
     one that says what is wrong."""
 
     def error(self, message: str) -> NoReturn:
+        # argparse quotes the argument as given: a line break in it would split the one line.
+        message = _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
@@ -73,6 +81,10 @@ def bounded(kind: type[N], low: N, high: N) -> Callable[[str], N]:
     connections a silent hang). Floats must be finite. The classes the values go to check them again, in the same
     words (runtime/bounds.py)."""
     def parse(text: str) -> N:
+        # Plain digits, as Go's strconv takes them: Python's int() and float() also take " 5 ", "1_000" and other
+        # scripts' digits, which no other tool of a cluster reads as numbers.
+        if not (_INTEGER if kind is int else _NUMBER).fullmatch(text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}")
         try:
             value = kind(text)
         except ValueError:
@@ -130,7 +142,7 @@ def from_mao_args(argv: list[str]) -> list[str]:
         name, eq, value = arg.partition("=")
         if name in ("--logtostderr", "--alsologtostderr", "--feature-gates"):
             continue  # logs always go to stderr; no feature gate changes what this process does
-        if name in ("--v", "-v") and value.isdigit():
+        if name in ("--v", "-v") and value.isascii() and value.isdigit():  # "²".isdigit(), but int("²") fails
             out.append("--log-level=debug" if int(value) >= 4 else "--log-level=info")
         elif name == "--leader-elect" and eq:
             out.append("--leader-elect" if value.lower() in ("true", "1") else "--no-leader-elect")
@@ -237,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory holding tls.crt and tls.key for --metrics-secure (a mounted serving-cert "
                         "Secret; re-read when rotated)")
     p.add_argument("--bind-address", default="0.0.0.0", help="address of the health and metrics servers")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
     p.add_argument("--identity", default=env("POD_NAME") or socket.gethostname(),
                    help="leader-election identity (the pod name in a Deployment)")
     return p

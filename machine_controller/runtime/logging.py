@@ -36,6 +36,10 @@ def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, A
     return event_dict
 
 
+# The levels every tool's --log-level offers (config.py, storage/csi/server.py).
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
 def configure_logging(level: str = "info", stream: TextIO | None = None) -> None:
     """Route structlog (and stdlib logging, e.g. urllib3's warnings) to JSON lines on `stream` (stderr)."""
     out = stream if stream is not None else sys.stderr

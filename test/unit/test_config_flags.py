@@ -54,6 +54,27 @@ def test_a_bad_number_stops_the_controller_with_one_line_naming_the_flag(argv, f
     assert line.startswith("ovirt-machine-controller: error:"), line
 
 
+@pytest.mark.parametrize("value", [" 5", "5 ", "5\r", "1_0", "\u0665", "0x10"])
+def test_a_number_is_plain_digits_as_go_reads_them(value, capsys):
+    """Python's int() takes spaces, underscores and other scripts' digits; Go's strconv, and so every other tool of
+    the cluster, does not."""
+    line = _refused(parse, [f"--workers={value}"], capsys)
+    assert "--workers" in line and "is not an integer" in line, line
+
+
+@pytest.mark.parametrize("value", ["1 ", "1_0.5", "\u0665"])
+def test_a_decimal_is_plain_digits_too(value, capsys):
+    line = _refused(parse, [f"--resync-period={value}"], capsys)
+    assert "--resync-period" in line and "is not a number" in line, line
+
+
+@pytest.mark.parametrize("parse_fn", [parse, csi_server.parse], ids=["controller", "csi-driver"])
+def test_a_log_level_is_one_of_the_levels(parse_fn, capsys):
+    """The CSI driver took any --log-level and died later on a traceback from the logging set-up."""
+    line = _refused(parse_fn, ["--log-level=verbose"], capsys)
+    assert "--log-level" in line and "debug" in line, line
+
+
 def test_the_bounds_themselves_are_accepted():
     config = parse(["--workers=1", "--ovirt-connections=1", "--max-concurrent-power-cycles=1", "--resync-period=1",
                     "--health-port=0", "--metrics-port=65535", "--backoff-base=5", "--backoff-cap=5"])

@@ -24,7 +24,7 @@ from machine_controller.config import PORT, WORKERS, FlagParser, bounded
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import InvalidCredentials, from_secret_data
-from machine_controller.runtime.logging import configure_logging, get_logger
+from machine_controller.runtime.logging import LOG_LEVELS, configure_logging, get_logger
 from machine_controller.runtime.server import HealthServer
 
 from ..disks import Disks
@@ -79,7 +79,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="serve /healthz, the driver's Probe called on its own endpoint, on this port (0: off)")
     p.add_argument("--probe-timeout", type=bounded(float, 0.1, 300.0), default=4.0,
                    help="seconds /healthz waits for the Probe (the controller side's asks the engine)")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS)
     args = p.parse_args(argv)
     args.services = [s.strip() for s in args.services.split(",") if s.strip()]
     bad = set(args.services) - set(SERVICES)

@@ -42,7 +42,7 @@ from .actuator import ActionRefused, InstanceNotOwned, Power, PowerControl, Powe
 from .drain import MIRROR_POD_ANNOTATION
 from .node_status import node_ready, ready_condition
 from .node_storage import TaintsChanged, out_of_service_taint, patch_taints, volume_attachments
-from .resources import MACHINES, PODS, REMEDIATIONS
+from .resources import MACHINES, NODES, PODS, REMEDIATIONS
 
 log = structlog.get_logger(__name__)
 
@@ -662,9 +662,17 @@ class RemediationReconciler:
         self._patch_taints(node_name, taints, [*taints, taint])
 
     def _remove_taints(self, node_name: str) -> None:
-        node = self._nodes.get(node_name) if node_name else None
-        if node is None:
+        # Read afresh, not from the cache: a pass that tainted the Node a moment ago and then ends (the Node Ready
+        # again) must see its own taint, which the informer may not have brought yet. Only ends and finalizers
+        # come here, so the read is rare.
+        if not node_name:
             return
+        try:
+            node = self._rest.get(NODES, node_name)
+        except Exception as e:
+            if is_not_found(e):
+                return
+            raise
         taints = list((node.get("spec") or {}).get("taints") or [])
         kept = [t for t in taints if t.get("key") not in (REMEDIATION_TAINT_KEY, OUT_OF_SERVICE_TAINT_KEY)]
         if len(kept) != len(taints):

@@ -279,3 +279,22 @@ def test_the_stop_sent_again_after_the_power_off_timeout_says_so_with_the_real_w
 def test_the_client_timeout_the_timing_is_given_is_range_checked(value):
     with pytest.raises(ValueError, match="request_timeout_s"):
         RemediationTiming(request_timeout_s=value)
+
+
+def test_a_node_ready_again_loses_the_taint_put_on_in_the_same_pass():
+    """A request whose stop was recorded but never reached the engine (a controller killed before sending it):
+    the next pass taints the Node, then finds it Ready again and ends Skipped. The taint it put on a moment before
+    is not in the informer's cache yet, so the Node is read afresh for its removal: a Node left NoSchedule after a
+    request that did nothing was seen in an e2e run (docs/fencing.md#the-safety-rules-the-code-keeps)."""
+    power = ScriptedPower(PowerState.ON)
+    reconciler, api, events, clock = world(power, status={
+        "phase": "PoweringOff", "retryCount": 1, "nodeName": NODE, "lastRemediated": format_time(T0),
+        "powerOffRequested": format_time(T0)})
+    api.touch(NODES, NODE, change={"status": {"conditions": [{"type": "Ready", "status": "True",
+                                                              "lastTransitionTime": format_time(T0)}]}})
+    api.freeze_cache(NODES)  # the cache lags: it never sees the taint this pass writes
+    clock.at(60)
+    run(reconciler, passes=1)
+    assert status(api)["phase"] == "Skipped", status(api)
+    assert power.sent == []
+    assert not (api.object(NODES, NODE)["spec"].get("taints") or []), api.object(NODES, NODE)["spec"]

@@ -52,7 +52,7 @@ ANNOTATION_AUTOSCALER_MIN_SIZE = "machine.openshift.io/cluster-api-autoscaler-no
 ANNOTATION_AUTOSCALER_MAX_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-max-size"
 ANNOTATION_MACHINE_AUTOSCALER = "autoscaling.openshift.io/machineautoscaler"
 # Scale-from-zero capacity hints. The Go oVirt provider never wrote them (docs/compatibility.md#annotations-and-labels); this project's MachineSet
-# controller does, from the template's provider spec (machine_controller/controllers/capacity.py).
+# controller does, from the template's provider spec (machine_controller/controllers/machineset/capacity.py).
 ANNOTATION_VCPU = "machine.openshift.io/vCPU"
 ANNOTATION_MEMORY_MB = "machine.openshift.io/memoryMb"
 ANNOTATION_GPU = "machine.openshift.io/GPU"

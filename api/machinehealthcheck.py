@@ -26,7 +26,7 @@ STARTUP_TIMEOUT_PATTERN = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
 DEFAULT_MAX_UNHEALTHY = "100%"
 
 # A remediation template's reference (docs/architecture.md#acting-only-on-what-is-ours): the rules the controller
-# keeps before it looks for a registered remediator (controllers/remediators.py), which the admission policy repeats
+# keeps before it looks for a registered remediator (controllers/healthcheck/remediators.py), which the admission policy repeats
 # in CEL (hack/gen_admission.py), in these words.
 REMEDIATION_TEMPLATE_PATH = "spec.remediationTemplate"
 TEMPLATE_SUFFIX = "Template"

@@ -9,18 +9,18 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from machine_controller.config import Config
-from machine_controller.controllers.machine import MachineReconciler, add_machine_controller
-from machine_controller.controllers.machinehealthcheck import add_machinehealthcheck_controller
-from machine_controller.controllers.machineset import add_machineset_controller
-from machine_controller.controllers.machineset_capacity import add_machineset_capacity_controller
+from machine_controller.controllers.machine.reconciler import MachineReconciler, add_machine_controller
+from machine_controller.controllers.healthcheck.reconciler import add_machinehealthcheck_controller
+from machine_controller.controllers.machineset.reconciler import add_machineset_controller
+from machine_controller.controllers.machineset.capacity_controller import add_machineset_capacity_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
                                                      add_nodelink_controller, internal_ip_index, name_index,
                                                      provider_id_index)
-from machine_controller.controllers.node_status import cached_node
-from machine_controller.controllers.nodes import (NodeInstanceReconciler, add_node_instance_controller,
+from machine_controller.controllers.nodes.status import cached_node
+from machine_controller.controllers.nodes.lifecycle import (NodeInstanceReconciler, add_node_instance_controller,
                                                   wake_on_provider_id)
-from machine_controller.controllers.remediation import RemediationTiming, add_remediation_controller
+from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
@@ -105,7 +105,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
 
     def machine_controller() -> MachineReconciler:
         machine_queue = queue("machine")
-        # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/snapshots.py).
+        # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/cluster_vm_lists.py).
         actuator.wake_with(machine_queue.add)
         return add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
                                       workers=config.workers, mao=mao)

@@ -275,7 +275,7 @@ def _controller_totals(ctl: ControllerProcess) -> Counter[tuple[str, str]]:
 
 def _lists(totals: Counter[tuple[str, str]]) -> str:
     """The lists of a cluster's VMs and how long each took on average, from request to its last byte parsed: a list
-    counts as recent for three times that (machine_controller/ovirt/snapshots.py), which is how long a Machine that
+    counts as recent for three times that (machine_controller/ovirt/cluster_vm_lists.py), which is how long a Machine that
     acted just after one started may wait for the next."""
     n = totals["lists", "cluster_vms"]
     return f"{n:.0f}, {totals['listed_s', 'cluster_vms'] / n:.2f} s each on average" if n else "none"

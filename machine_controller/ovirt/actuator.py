@@ -29,7 +29,7 @@ from api.machine import Machine
 from api.meta import NodeAddress
 from api.provider_spec import PROVIDER_SPEC_PATH, OvirtMachineProviderSpec, OvirtMachineProviderStatus, VMType
 from api.validation import load_provider_spec
-from machine_controller.controllers.actuator import (InstanceNotOwned, InstanceStatus, InvalidMachineConfiguration,
+from machine_controller.controllers.provider import (InstanceNotOwned, InstanceStatus, InvalidMachineConfiguration,
                                                      Progress)
 
 from .addresses import machine_addresses, usable_ips
@@ -38,8 +38,8 @@ from .engine_limits import check_memory, check_vm_name
 from .cluster_inputs import USER_DATA_PATH
 from .errors import (BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError,
                      UnreadableRequestError)
-from .lookups import Lookups
-from .snapshots import NotYet, VmSnapshots
+from .spec_objects import SpecObjects
+from .cluster_vm_lists import NotYet, ClusterVmLists
 from .vm_spec import GIB, Resolved, build_vm, os_disk_bytes
 
 log = structlog.get_logger(__name__)
@@ -83,7 +83,7 @@ class _PollBackoff:
             self._seen[vm_id] = (state, n)
         interval = min(cap, self._first * 2 ** n)
         # Looks with the same interval fall on the same instants, so one list of the cluster's VMs answers all
-        # the Machines that wake together (snapshots.py).
+        # the Machines that wake together (cluster_vm_lists.py).
         now = time.monotonic()
         return math.ceil((now + interval) / interval) * interval - now + _ALIGN_SLACK_S
 
@@ -146,8 +146,8 @@ class OvirtActuator:
         user_data: Callable[[str, str], str],
         excluded_ips: Callable[[], set[str]] = set,
         timing: Timing = Timing(),
-        lookups: Lookups | None = None,
-        snapshots: VmSnapshots | None = None,
+        lookups: SpecObjects | None = None,
+        snapshots: ClusterVmLists | None = None,
     ):
         """`user_data(namespace, secret_name)` returns the Ignition text (raising MissingDependencyError when the
         secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs."""
@@ -156,8 +156,8 @@ class OvirtActuator:
         self._excluded_ips = excluded_ips
         self._timing = timing
         self._polls = _PollBackoff(timing.first_poll_s)
-        self._lookups = lookups or Lookups(client)
-        self.snapshots = snapshots or VmSnapshots(client)
+        self._lookups = lookups or SpecObjects(client)
+        self.snapshots = snapshots or ClusterVmLists(client)
         self._acted: dict[str, float] = {}  # VM id -> when we last changed it (a list must be newer to judge it)
         self._os_disk_ok: set[str] = set()  # VMs whose OS disk was seen at its size, unlocked
         self._configured: set[str] = set()  # VMs whose NICs, tag and affinity groups were set
@@ -174,7 +174,7 @@ class OvirtActuator:
 
     def wake_with(self, wake: Callable[[str], None]) -> None:
         """`wake(key)` makes the Machine `key` look again now (the Machine controller's work queue): a Machine
-        waiting for a list of its cluster's VMs is woken when one that does for it comes (snapshots.py)."""
+        waiting for a list of its cluster's VMs is woken when one that does for it comes (cluster_vm_lists.py)."""
         def woken(keys: Iterable[str]) -> None:
             for key in keys:
                 self._polls.unplan(key)  # else its pass would be told what it was told before the list came
@@ -205,7 +205,7 @@ class OvirtActuator:
         reported, stopped nor removed (a manifest copied from another Machine carries its ids; a VM renamed in
         the engine is no longer the Machine's). From the
         shared list of its cluster when the spec names one the engine has, else asked on its own. With
-        `may_defer`, raises NotYet when the VM must wait for the cluster's next list (snapshots.py). With
+        `may_defer`, raises NotYet when the VM must wait for the cluster's next list (cluster_vm_lists.py). With
         `creating` (the look before a create), an older list may say that no VM has the Machine's name: the
         engine refuses a second one, and `_create` adopts the VM it then finds. Never when deleting: a stale
         "absent" there would leave the VM behind. `fresh_after`: a VM found in a list comes from one started after
@@ -338,7 +338,7 @@ class OvirtActuator:
         after = self._polls.next(vm.id, "booting" if st in _BOOTING_STATES else f"{st}", cap)
         # The next look needs a list of the VM's cluster started after our last action (and, deleting, after the
         # deletion began) that came after that interval: the Machine is woken by the first such list, and not
-        # looked at in between (snapshots.py); without a wake, or a cluster to list, it comes back itself.
+        # looked at in between (cluster_vm_lists.py); without a wake, or a cluster to list, it comes back itself.
         cluster = self._cluster_of(machine)
         fresh_after = max(self._acted.get(vm.id, 0.0), self._deleting_since.get(machine.key, 0.0))
         woken_in = None if cluster is None else self.snapshots.wake_by_list(

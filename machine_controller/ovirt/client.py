@@ -23,7 +23,7 @@ from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
 from .errors import BadRequestError, ConflictError, NotFoundError, OvirtError, TransientError, classify
 from .request_metrics import RequestMetrics
 from .search import equals
-from .streamed import Reader, get_streamed
+from .streaming_get import Reader, get_streamed
 
 T = TypeVar("T")
 # AddVmToAffinityGroupCommand's refusal of a VM that is already a member (DUPLICATE_ENTITY_IN_AFFINITY_GROUP).
@@ -130,9 +130,9 @@ class OvirtClient:
 
     def cluster_vms(self, cluster_name: str, new_reader: Callable[[], Reader[list[T]]]) -> list[T]:
         """Every VM of the cluster, each with its reported devices (the guest's addresses), tags and disks inlined,
-        made into what a reader from `new_reader` makes of the answer's XML, fed to it as it arrives (listed_vms.py:
+        made into what a reader from `new_reader` makes of the answer's XML, fed to it as it arrives (vm_list_reader.py:
         the SDK's reader would build a full VM of tens of KiB for each, in Python, which at a thousand VMs was the
-        controller's largest cost; streamed.py: the SDK would hold the answer twice, whole)."""
+        controller's largest cost; streaming_get.py: the SDK would hold the answer twice, whole)."""
         query = {"search": equals("cluster", cluster_name, "cluster name"),
                  "follow": "reported_devices,tags,disk_attachments.disk"}
 

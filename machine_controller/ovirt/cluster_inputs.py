@@ -11,14 +11,14 @@ from typing import Callable
 
 import structlog
 
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.runtime.informer import EventHandler
 from machine_controller.runtime.kube import SECRETS, ErrorKind, Resource, Rest, classify, is_not_found, object_key
 
 from .connection import ConnectionPool
 from .credentials import InvalidCredentials, from_secret
 from .errors import MissingDependencyError
-from .kept import KeptAnswers
+from .ttl_cache import TtlCache
 
 log = structlog.get_logger(__name__)
 _VIP_CACHE_S = 60.0
@@ -72,7 +72,7 @@ class UserData:
 
     def __init__(self, rest: Rest, keep_s: float = USER_DATA_KEEP_S, clock: Callable[[], float] = time.monotonic):
         self._rest = rest
-        self._kept: KeptAnswers[str] = KeptAnswers(keep_s, clock)
+        self._kept: TtlCache[str] = TtlCache(keep_s, clock)
 
     def __call__(self, namespace: str, name: str) -> str:
         return self._kept.get((namespace, name), lambda: self._read(namespace, name))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ovirtsdk4.types as types
 
 from api.provider_spec import OvirtMachineProviderSpec
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 
 MAX_VM_NAME_LENGTH = 64  # MaxVmNameLength; the VM is named after its Machine
 DEFAULT_MAX_MEMORY_RATIO = 4  # a VM added without memory_policy.max gets four times its memory as maximum

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ovirtsdk4 as sdk
 
-from machine_controller.controllers.actuator import ActionRefused, ActuatorError, MissingDependency
+from machine_controller.controllers.provider import ActionRefused, ActuatorError, MissingDependency
 
 
 class OvirtError(ActuatorError):

@@ -5,15 +5,15 @@ from __future__ import annotations
 import ovirtsdk4.types as types
 
 from api.ids import is_ovirt_provider_id, provider_id
-from machine_controller.controllers.actuator import InstanceNotOwned, NodeInstance
+from machine_controller.controllers.provider import InstanceNotOwned, NodeInstance
 
 from .client import OvirtClient
 from .provider_ids import vm_id_named_by
-from .snapshots import VmSnapshots
+from .cluster_vm_lists import ClusterVmLists
 
 
 class OvirtInstances:
-    def __init__(self, client: OvirtClient, snapshots: VmSnapshots | None = None):
+    def __init__(self, client: OvirtClient, snapshots: ClusterVmLists | None = None):
         self._client = client
         self._snapshots = snapshots
 

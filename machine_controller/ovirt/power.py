@@ -22,7 +22,7 @@ from typing import Callable
 import ovirtsdk4.types as types
 import structlog
 
-from machine_controller.controllers.actuator import InstanceNotOwned, Power, PowerState
+from machine_controller.controllers.provider import InstanceNotOwned, Power, PowerState
 
 from .client import OvirtClient
 from .provider_ids import vm_id_named_by

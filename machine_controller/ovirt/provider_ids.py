@@ -5,7 +5,7 @@ here, so that no caller puts into a request what names no VM of ours (docs/archi
 from __future__ import annotations
 
 from api.ids import PROVIDER_ID_PREFIX, vm_id_from_provider_id
-from machine_controller.controllers.actuator import InstanceNotOwned
+from machine_controller.controllers.provider import InstanceNotOwned
 
 
 def vm_id_named_by(provider_id: str | None, whose: str) -> str:

@@ -3,8 +3,9 @@ metrics, logging. Knows nothing of oVirt or Machines (layering: docs/architectur
 
 Module map:
 - `kube`: `Resource` (group/version/plural/kind → REST paths), `Rest` (JSON requests through an ApiClient),
-  `load_api_client`, `object_key`/`split_key`, `classify` → `ErrorKind` (with `is_not_found`, `is_conflict`),
-  `patch_status`.
+  `load_api_client`, `object_key`/`split_key`, `classify` → `ErrorKind` (with `is_not_found`, `is_conflict`).
+- `writes`: `write` (the one way a reconciler writes its object: the changed fields only, optionally guarded),
+  `changed_fields`, and the lost races `Conflict` and `Gone` the controller loop ends a pass with.
 - `informer`: `Informer` (list+watch with bookmarks, 410 → relist with a diff, resync), `Store` (indexed cache),
   `EventHandler`.
 - `ratelimit`: `ItemExponentialBackoff`, `TokenBucket`, `MaxOf`, `controller_rate_limiter`.
@@ -23,22 +24,24 @@ from .controller import Controller, Result, TerminalError, enqueue_mapped, enque
 from .events import NORMAL, WARNING, EventRecorder
 from .informer import EventHandler, Informer, Store
 from .kube import (ErrorKind, Resource, Rest, classify, is_conflict, is_not_found, load_api_client, object_key,
-                   patch_status, split_key)
+                   split_key)
 from .leader_election import LeaderElectionConfig, LeaderElector
 from .manager import Manager
 from .ratelimit import controller_rate_limiter
 from .server import HealthServer
 from .workqueue import WorkQueue
+from .writes import Conflict, Gone, changed_fields, write
 
 __all__ = [
     "Controller", "Result", "TerminalError", "enqueue_mapped", "enqueue_object", "enqueue_owner", "owner_keys",
     "NORMAL", "WARNING", "EventRecorder",
     "EventHandler", "Informer", "Store",
     "ErrorKind", "Resource", "Rest", "classify", "is_conflict", "is_not_found", "load_api_client", "object_key",
-    "patch_status", "split_key",
+    "split_key",
     "LeaderElectionConfig", "LeaderElector",
     "Manager",
     "controller_rate_limiter",
     "HealthServer",
     "WorkQueue",
+    "Conflict", "Gone", "changed_fields", "write",
 ]

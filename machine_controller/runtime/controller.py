@@ -23,6 +23,7 @@ from .informer import EventHandler
 from .kube import object_key
 from .logging import get_logger
 from .workqueue import WorkQueue
+from .writes import Conflict, Gone
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,12 @@ class Controller:
         reconcile: Reconcile,
         workers: int = 1,
         registry: CollectorRegistry | None = None,
+        conflict_requeue_s: float = 0.5,
     ) -> None:
+        """`conflict_requeue_s`: how soon a pass whose write lost to a newer version (`writes.Conflict`) is repeated
+        on the newer one."""
         check_number("Controller workers", workers, 1, integer=True, why="with none, no key is ever reconciled")
+        self.conflict_requeue_s = conflict_requeue_s
         self.name = name
         self.queue = queue
         self.reconcile = reconcile
@@ -126,6 +131,11 @@ class Controller:
             started = time.monotonic()
             try:
                 result = self.reconcile(key) or Result()
+            except Conflict:
+                result = Result(requeue_after=self.conflict_requeue_s)
+            except Gone:
+                self._log.debug("object deleted during the reconcile")
+                result = Result()
             except TerminalError as exc:
                 self._m_errors.inc()
                 self._m_terminal.inc()

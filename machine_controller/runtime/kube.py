@@ -252,13 +252,3 @@ class Stream:
         except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is closed either way
             pass
 
-
-def patch_status(rest: Rest, resource: Resource, obj: dict[str, Any], status: dict[str, Any],
-                 resource_version: str | None = None) -> dict[str, Any]:
-    """Merge-patch `/status`. With `resource_version` the patch fails with 409 if the object moved on, which the
-    caller turns into a requeue (optimistic concurrency, docs/compatibility.md#kubernetes-api)."""
-    meta = obj["metadata"]
-    patch: dict[str, Any] = {"status": status}
-    if resource_version:
-        patch["metadata"] = {"resourceVersion": resource_version}
-    return rest.merge_patch(resource, meta["name"], patch, meta.get("namespace"), subresource="status")

@@ -28,7 +28,7 @@ from api.validation import (MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MA
                             MAX_VCPUS, validate_provider_spec)
 from hack import gen_admission
 from hack.ovirt_install import REPO, Installation, machine_for, machineset_for, sample
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.engine_limits import MAX_VM_NAME_LENGTH, check_vm_name
 
 SAMPLE_VALUE = sample("machineset.yaml")["spec"]["template"]["spec"]["providerSpec"]["value"]
@@ -441,7 +441,7 @@ def test_a_remediation_template_the_controller_refuses_is_refused_naming_the_fie
     said = refusal(objects, health_check(ns, template))
     assert said is not None, f"{case}: accepted"
     assert said.startswith(f"spec.remediationTemplate.{field}: "), said
-    # The controller refuses it for the same field, in the same words (controllers/remediators.py).
+    # The controller refuses it for the same field, in the same words (controllers/healthcheck/remediators.py).
     assert said in [str(e) for e in validate_remediation_template(ObjectReference.from_dict(template))], said
 
 

@@ -24,9 +24,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from api import keys
 from api.meta import format_time, now, parse_time
-from machine_controller.controllers.machineset import add_machineset_controller
-from machine_controller.controllers.machineset_failures import template_hash
-from machine_controller.controllers.machineset_capacity import (CAPACITY_FIELD_MANAGER,
+from machine_controller.controllers.machineset.reconciler import add_machineset_controller
+from machine_controller.controllers.machineset.failures import template_hash
+from machine_controller.controllers.machineset.capacity_controller import (CAPACITY_FIELD_MANAGER,
                                                                 MachineSetCapacityReconciler,
                                                                 add_machineset_capacity_controller)
 from machine_controller.controllers.mao_metrics import MaoCollector

@@ -16,8 +16,8 @@ import json
 from collections import defaultdict
 
 from machine_controller.app import COMPONENT
-from machine_controller.controllers.capacity import CAPACITY_ANNOTATIONS
-from machine_controller.controllers.machineset_capacity import CAPACITY_FIELD_MANAGER
+from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS
+from machine_controller.controllers.machineset.capacity_controller import CAPACITY_FIELD_MANAGER
 from machines import STANDALONE, both_modes, unique_name
 from test_machinehealthcheck import _machineset, _mhc, _mhc_status
 from test_remediation import _wait

@@ -1,4 +1,4 @@
-"""The JSON REST path, the status-subresource patch and error classification against a real API server."""
+"""The JSON REST path, the one write path (runtime/writes.py) and error classification against a real API server."""
 
 from __future__ import annotations
 
@@ -13,27 +13,37 @@ from machine_controller.runtime.kube import (
     Rest,
     classify,
     load_api_client,
-    patch_status,
 )
+from machine_controller.runtime.writes import Conflict, Gone, write
 
 MACHINES = Resource("machine.openshift.io", "v1beta1", "machines", "Machine")
 
 
-def test_status_patch_with_resource_version_is_optimistic(cluster, namespace):
+def test_guarded_status_write_is_optimistic(cluster, namespace):
     cluster.apply_crds()
     rest = Rest(load_api_client(str(cluster.kubeconfig)))
     machine = rest.create(MACHINES, {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
                                      "metadata": {"name": "m", "namespace": namespace}, "spec": {}}, namespace)
-    stale_rv = machine["metadata"]["resourceVersion"]
 
-    patched = patch_status(rest, MACHINES, machine, {"phase": "Provisioning"}, resource_version=stale_rv)
-    assert patched["status"]["phase"] == "Provisioning"
+    patched = write(rest, MACHINES, machine, status={"phase": "Provisioning"}, guarded=True)
+    assert patched is not None and patched["status"]["phase"] == "Provisioning"
     assert rest.get(MACHINES, "m", namespace)["status"]["phase"] == "Provisioning"
 
-    with pytest.raises(ApiException) as err:  # the object moved on since stale_rv was read
-        patch_status(rest, MACHINES, machine, {"phase": "Failed"}, resource_version=stale_rv)
-    assert classify(err.value) == ErrorKind.CONFLICT
+    with pytest.raises(Conflict):  # `machine` is the version read before: the object moved on since
+        write(rest, MACHINES, machine, status={"phase": "Failed"}, guarded=True)
     assert rest.get(MACHINES, "m", namespace)["status"]["phase"] == "Provisioning"
+    assert write(rest, MACHINES, patched, status={"phase": "Provisioning"}, guarded=True) is None  # nothing changed
+
+    # Only the changed keys of a map are sent: an annotation another writer set meanwhile stays.
+    rest.merge_patch(MACHINES, "m", {"metadata": {"annotations": {"theirs": "1"}}}, namespace)
+    write(rest, MACHINES, patched, metadata={"annotations": {"ours": "2"}})
+    assert rest.get(MACHINES, "m", namespace)["metadata"]["annotations"] == {"theirs": "1", "ours": "2"}
+
+    rest.delete(MACHINES, "m", namespace)
+    with pytest.raises(Gone):
+        write(rest, MACHINES, patched, status={"phase": "Running"})
+    rest.create(MACHINES, {"apiVersion": "machine.openshift.io/v1beta1", "kind": "Machine",
+                           "metadata": {"name": "m", "namespace": namespace}, "spec": {}}, namespace)
 
     # /status ignores spec changes and the main resource ignores status changes (the subresource split).
     rest.merge_patch(MACHINES, "m", {"status": {"phase": "Deleting"}}, namespace)

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from api import keys
-from machine_controller.controllers.machineset import MachineSetReconciler, autoscaler_bounds_problem
+from machine_controller.controllers.machineset.reconciler import MachineSetReconciler, autoscaler_bounds_problem
 from machine_controller.runtime.informer import Store
 
 from fakes import RecordingEvents

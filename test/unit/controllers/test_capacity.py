@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from api import keys
-from machine_controller.controllers.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
+from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
 
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = yaml.safe_load((REPO / "config" / "samples" / "machineset.yaml").read_text())

@@ -10,7 +10,7 @@ from api import keys
 from api.machine import Machine
 from api.machineset import DeletePolicy
 from api.meta import format_time
-from machine_controller.controllers.delete_policy import machines_to_delete
+from machine_controller.controllers.machineset.delete_policy import machines_to_delete
 
 NOW = dt.datetime(2026, 5, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine_controller.controllers.expectations import Expectations
+from machine_controller.controllers.machineset.expectations import Expectations
 
 
 class Clock:

@@ -17,11 +17,11 @@ from prometheus_client import CollectorRegistry
 from api import keys
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from api.meta import NodeAddress, format_time, now
-from machine_controller.controllers.actuator import (ActuatorError, InstanceNotOwned, InstanceStatus,
+from machine_controller.controllers.provider import (ActuatorError, InstanceNotOwned, InstanceStatus,
                                                      InvalidMachineConfiguration, MissingDependency, Progress)
-from machine_controller.controllers.machine import MachineReconciler, node_lost_handler
-from machine_controller.controllers.machine_metrics import MachineMetrics
-from machine_controller.controllers.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
+from machine_controller.controllers.machine.reconciler import MachineReconciler, node_lost_handler
+from machine_controller.controllers.machine.metrics import MachineMetrics
+from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
@@ -849,7 +849,7 @@ def test_a_machine_being_deleted_is_not_woken_by_the_node_its_deletion_removes()
 
 
 def test_a_node_the_cache_still_has_but_the_api_server_no_longer_has_counts_as_drained() -> None:
-    from machine_controller.controllers.drain import Drainer
+    from machine_controller.controllers.machine.drain import Drainer
 
     cache = Store()
     cache.put(node_obj())

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from machine_controller.controllers.machineset import MachineSetReconciler
+from machine_controller.controllers.machineset.reconciler import MachineSetReconciler
 from machine_controller.controllers.resources import MACHINES
 from machine_controller.runtime.informer import Store
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from api import keys
-from machine_controller.controllers.machineset import MachineSetReconciler
-from machine_controller.controllers.machineset_failures import (FIRST_DELAY_S, MAX_DELAY_S, CreationGuard,
+from machine_controller.controllers.machineset.reconciler import MachineSetReconciler
+from machine_controller.controllers.machineset.failures import (FIRST_DELAY_S, MAX_DELAY_S, CreationGuard,
                                                                 template_hash)
 from machine_controller.runtime.informer import Store
 

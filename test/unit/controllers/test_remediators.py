@@ -7,7 +7,7 @@ import pytest
 
 from api.machinehealthcheck import MachineHealthCheck
 from api.remediation import NHC_AGGREGATION_LABEL
-from machine_controller.controllers.remediators import TemplateRefused, remediation_kinds
+from machine_controller.controllers.healthcheck.remediators import TemplateRefused, remediation_kinds
 
 OVIRT = ("remediation.ovirt.org/v1alpha1", "OvirtRemediationTemplate")
 

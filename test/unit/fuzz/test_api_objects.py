@@ -1,5 +1,5 @@
 """The objects users write besides Machines: MachineSets (api/machineset.py), MachineHealthChecks
-(api/machinehealthcheck.py) and their remediation templates (api/remediation.py, controllers/remediators.py).
+(api/machinehealthcheck.py) and their remediation templates (api/remediation.py, controllers/healthcheck/remediators.py).
 Any document decodes or is refused with DecodeError naming its field; a decoded MachineSet's selector problems are
 reported, never raised; a remediation template is used only when its kind is a registered remediator's, and is
 otherwise refused naming spec.remediationTemplate; durations and maxUnhealthy give a number or ValueError."""
@@ -16,7 +16,7 @@ from api._codec import DecodeError
 from api.machinehealthcheck import MachineHealthCheck, builtin_group, max_unhealthy_count, parse_duration
 from api.machineset import MachineSet
 from api.remediation import NHC_AGGREGATION_LABEL, OvirtRemediation, OvirtRemediationTemplate
-from machine_controller.controllers.remediators import TemplateRefused, remediation_kinds
+from machine_controller.controllers.healthcheck.remediators import TemplateRefused, remediation_kinds
 
 from .strategies import json_values, maybe, texts, wide_ints
 

@@ -13,7 +13,7 @@ from api import keys
 from api.machine import Machine
 from api.provider_spec import parse_provider_spec
 from hack import ovirt_install
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt import actuator as actuator_module
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.errors import TransientError

@@ -3,7 +3,7 @@
 import pytest
 
 from api.machine import Machine
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.actuator import OvirtActuator
 
 SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b", "template_name": "t", "type": "server",

@@ -1,7 +1,7 @@
 import ovirtsdk4.types as types
 
 from machine_controller.ovirt.addresses import machine_addresses, usable_ips
-from machine_controller.ovirt.listed_vms import ListedDevice, ListedIp
+from machine_controller.ovirt.vm_list_reader import ListedDevice, ListedIp
 
 
 def _dev(name, *ips):
@@ -19,7 +19,7 @@ def test_excludes_loopback_link_local_and_vips_and_orders_deterministically():
     ips = usable_ips(devices, excluded={"10.0.0.100"})
     assert ips == ["10.0.0.7", "2001:db8::5", "192.168.1.20"]
     assert usable_ips(list(reversed(devices)), excluded={"10.0.0.100"}) == ips
-    # The same from a VM as its cluster's list keeps it (snapshots.py).
+    # The same from a VM as its cluster's list keeps it (cluster_vm_lists.py).
     listed = [ListedDevice(d.name, d.type, tuple(ListedIp(ip.address) for ip in d.ips)) for d in devices]
     assert usable_ips(listed, excluded={"10.0.0.100"}) == ips
 

@@ -6,7 +6,7 @@ import ovirtsdk4.types as types
 import pytest
 
 from api.provider_spec import parse_provider_spec
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.engine_limits import check_memory, check_vm_name, platform_memory_limit_mb
 
 TIB_MB = 1024 * 1024

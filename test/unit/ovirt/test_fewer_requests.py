@@ -11,14 +11,14 @@ import ovirtsdk4.types as types
 import pytest
 
 from hack import ovirt_install
-from machine_controller.controllers.actuator import Progress
+from machine_controller.controllers.provider import Progress
 from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.errors import BadRequestError, OvirtError
-from machine_controller.ovirt.listed_vms import VmListReader
-from machine_controller.ovirt.snapshots import WAKE_FALLBACK_S, NotYet, VmSnapshots
+from machine_controller.ovirt.vm_list_reader import VmListReader
+from machine_controller.ovirt.cluster_vm_lists import WAKE_FALLBACK_S, NotYet, ClusterVmLists
 
-from listed_xml import answer
+from vm_list_xml import answer
 
 
 def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left():
@@ -118,7 +118,7 @@ class _SlowList:
 def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_when_the_next_comes():
     now = [100.0]
     client = _SlowList(now, cost=2.0)
-    snaps = VmSnapshots(client, max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
+    snaps = ClusterVmLists(client, max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
     snaps.by_id("Default", "vm0")  # started at 100, came at 102 after 2 s: recent until 104
     now[0] = 103.5
     assert snaps.by_id("Default", "vm0").status == types.VmStatus.DOWN and client.lists == 1
@@ -139,7 +139,7 @@ def test_a_costly_list_is_recent_for_longer_and_a_caller_that_can_wait_is_told_w
 def test_before_a_create_any_list_may_say_absent_but_a_vm_found_comes_from_a_recent_list():
     now = [100.0]
     client = _SlowList(now, cost=1.0)
-    snaps = VmSnapshots(client, max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
+    snaps = ClusterVmLists(client, max_age_s=0.5, cost_factor=1.0, clock=lambda: now[0])
     assert snaps.by_name("Default", "worker-1") == [] and client.lists == 1
     now[0] = 500.0  # long after: that list is stale
     assert snaps.by_name("Default", "worker-1", absent_may_be_stale=True) == [] and client.lists == 1
@@ -164,7 +164,7 @@ def test_a_create_judged_by_a_stale_list_adopts_the_vm_the_engine_already_has(si
         machine = Machine.from_dict(ovirt_install.machine_for(inst, "ns", "worker-a", affinity_groups_names=None))
         now = [100.0]
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}',
-                                 snapshots=VmSnapshots(ovirt, clock=lambda: now[0]))
+                                 snapshots=ClusterVmLists(ovirt, clock=lambda: now[0]))
         cluster = conn.system_service().clusters_service().cluster_service(inst.cluster_id).get().name
         assert actuator.snapshots.by_name(cluster, "worker-a") == []  # the cluster's list, before the VM exists
         now[0] += 600.0  # long stale
@@ -194,7 +194,7 @@ def test_a_caller_that_can_wait_is_not_held_while_a_list_is_taken():
             gate.wait(5)
             return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
 
-    snaps = VmSnapshots(_HeldList(), max_age_s=0.5)
+    snaps = ClusterVmLists(_HeldList(), max_age_s=0.5)
     taker = threading.Thread(target=lambda: snaps.by_id("Default", "vm0"))
     taker.start()
     try:
@@ -223,7 +223,7 @@ def test_while_a_list_is_taken_the_one_before_it_still_serves_those_it_is_new_en
                 gate.wait(5)
             return answer(read, [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)])
 
-    snaps = VmSnapshots(_Lists(), max_age_s=10.0, clock=lambda: now[0])
+    snaps = ClusterVmLists(_Lists(), max_age_s=10.0, clock=lambda: now[0])
     snaps.by_id("Default", "vm0")  # the first list, at 100
     now[0] = 101.0
     # A status read that needs a list newer than its look at 100.5 takes the second one.
@@ -321,7 +321,7 @@ def _while_the_second_list_is_taken(first_s: float, second_from: float):
     `second_from`, is being taken (until the block ends); yields them and their clock (a list of one to move)."""
     gate, listing = threading.Event(), threading.Event()
     now = [100.0]
-    snaps = VmSnapshots(_LaterListsHeld(now, first_s, listing, gate), max_age_s=0.5, cost_factor=1.0,
+    snaps = ClusterVmLists(_LaterListsHeld(now, first_s, listing, gate), max_age_s=0.5, cost_factor=1.0,
                         clock=lambda: now[0])
     snaps.by_id("Default", "vm0")
     now[0] = second_from
@@ -416,7 +416,7 @@ def _snapshots_that_wake(costs: dict[int, float] | None = None):
     """VM snapshots on a clock at 100 whose callers are woken (into the returned list), and their lists."""
     now = [100.0]
     lists = _TimedLists(now, costs)
-    snaps = VmSnapshots(lists, max_age_s=0.5, clock=lambda: now[0])
+    snaps = ClusterVmLists(lists, max_age_s=0.5, clock=lambda: now[0])
     woken: list[str] = []
     snaps.wake_with(woken.extend)
     return snaps, now, lists, woken
@@ -426,7 +426,7 @@ def test_a_caller_woken_by_the_first_list_after_a_moment_is_not_looked_at_before
     """A VM just started is looked at after its poll interval: its Machine asks ahead to be woken by the first list
     taken after then, which the lister takes once that moment has come and the recent list's time is over; before,
     the Machine came back at its poll only to find the recent list too old and ask to be woken."""
-    assert VmSnapshots(_TimedLists([100.0])).wake_by_list("Default", "ns/worker-0", 100.0, 101.0) is None  # no wake
+    assert ClusterVmLists(_TimedLists([100.0])).wake_by_list("Default", "ns/worker-0", 100.0, 101.0) is None  # no wake
     snaps, now, lists, woken = _snapshots_that_wake()
     snaps.by_id("Default", "vm0")  # a list at 100, recent until 100.5
     fallback = snaps.wake_by_list("Default", "ns/worker-0", 100.0, 101.0)
@@ -522,7 +522,7 @@ def test_a_list_that_fails_wakes_its_waiters_too_so_they_meet_the_failure_themse
             gate.wait(5)
             raise OvirtError("the engine did not answer")
 
-    snaps = VmSnapshots(_Failing(), max_age_s=0.5)
+    snaps = ClusterVmLists(_Failing(), max_age_s=0.5)
     snaps.wake_with(woken.extend)
     failures: list[Exception] = []
 
@@ -604,7 +604,7 @@ def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
     try:
         machine, vm, vms = _machine_with_a_down_vm(conn, "worker-f")
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}",
-                                 snapshots=VmSnapshots(ovirt, max_age_s=60.0))  # a list stays recent for a minute
+                                 snapshots=ClusterVmLists(ovirt, max_age_s=60.0))  # a list stays recent for a minute
         assert actuator.status(machine).instance_id == vm.id
         vms.vm_service(vm.id).remove()
         assert actuator.status(machine).instance_id == vm.id  # the recent list, taken before the removal

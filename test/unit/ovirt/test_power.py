@@ -14,7 +14,7 @@ import pytest
 from hack import ovirt_install
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.config import parse
-from machine_controller.controllers.actuator import ActionRefused, InstanceNotOwned, PowerState
+from machine_controller.controllers.provider import ActionRefused, InstanceNotOwned, PowerState
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import OvirtCredentials

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from machine_controller.controllers.actuator import InstanceNotOwned
+from machine_controller.controllers.provider import InstanceNotOwned
 from machine_controller.ovirt.power import OvirtPower
 
 NOT_OURS = ["aws:///us-east-1a/i-0123456789abcdef0", "ovirt://", "ovirt://bad id", "ovirt://worker-0", ""]

@@ -9,7 +9,7 @@ import threading
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from machine_controller.controllers.actuator import InvalidMachineConfiguration
+from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.cluster_inputs import UserData
 from machine_controller.ovirt.errors import MissingDependencyError
 from machine_controller.runtime.kube import SECRETS

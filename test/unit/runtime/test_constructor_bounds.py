@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from machine_controller.controllers.remediation import RemediationTiming
+from machine_controller.controllers.remediation.reconciler import RemediationTiming
 from machine_controller.runtime.controller import Controller
 from machine_controller.runtime.informer import Informer
 from machine_controller.runtime.kube import NODES

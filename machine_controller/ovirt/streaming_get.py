@@ -67,7 +67,7 @@ def get_streamed(conn: sdk.Connection, path: str, query: dict[str, str], reader:
     if not (isinstance(context, tuple) and len(context) == 4 and isinstance(context[0], pycurl.Curl)
             and isinstance(context[2], io.BytesIO)):
         raise TypeError(f"ovirt-engine-sdk-python {SDK_VERSION}'s request context is not (curl handle, body, "
-                        "headers, request): machine_controller/ovirt/streamed.py needs a change for it")
+                        "headers, request): machine_controller/ovirt/streaming_get.py needs a change for it")
     curl, headers = context[0], context[2]
     sink = _Sink(reader, headers)
     curl.setopt(pycurl.HEADERFUNCTION, sink.header)

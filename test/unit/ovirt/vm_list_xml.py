@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, TypeVar
 
-from machine_controller.ovirt.listed_vms import ListedVm, VmListReader
-from machine_controller.ovirt.streamed import Reader
+from machine_controller.ovirt.vm_list_reader import ListedVm, VmListReader
+from machine_controller.ovirt.streaming_get import Reader
 
 import ovirtsdk4.types as types
 from ovirtsdk4.writer import Writer

@@ -1,4 +1,4 @@
-"""The cluster's VM list read from the engine's XML (listed_vms.py) gives the same records as the SDK's reader."""
+"""The cluster's VM list read from the engine's XML (machine_controller/ovirt/vm_list_reader.py) gives the same records as the SDK's reader."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from ovirtsdk4 import http as sdk_http
 
 from hack import ovirt_install
-from machine_controller.ovirt.listed_vms import (ListedAttachment, ListedDevice, ListedDisk, ListedIp, ListedTag,
+from machine_controller.ovirt.vm_list_reader import (ListedAttachment, ListedDevice, ListedDisk, ListedIp, ListedTag,
                                                  ListedVm)
 
-from listed_xml import read_vms
+from vm_list_xml import read_vms
 
 FOLLOW = "reported_devices,tags,disk_attachments.disk"
 

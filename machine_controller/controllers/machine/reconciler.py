@@ -1,5 +1,5 @@
 """The Machine controller: the generic lifecycle of the Machine API (docs/compatibility.md#machine-phases) around
-an `Actuator` (controllers/actuator.py). Phases, the finalizer, drain, conditions, events and status live here;
+an `Actuator` (controllers/provider.py). Phases, the finalizer, drain, conditions, events and status live here;
 everything of the cloud is behind the actuator, and this module imports no provider.
 
 Where MAO waits inside a reconcile, this requeues: a Machine in Provisioning is driven step by step by
@@ -26,15 +26,15 @@ from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, obj
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
+from machine_controller.controllers.provider import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
                        Progress)
-from .drain import Drainer
-from .machine_metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
-from .mao_metrics import MaoCollector
-from .node_status import node_ready
-from .node_storage import hold_for_volumes, volume_attachments
-from .nodelink import INDEX_PROVIDER_ID
-from .resources import MACHINES, NODES
+from machine_controller.controllers.machine.drain import Drainer
+from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
+from machine_controller.controllers.mao_metrics import MaoCollector
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.nodes.storage import hold_for_volumes, volume_attachments
+from machine_controller.controllers.nodes.nodelink import INDEX_PROVIDER_ID
+from machine_controller.controllers.resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
 

@@ -18,9 +18,9 @@ from machine_controller.runtime.kube import Rest, is_conflict, object_key, split
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .machine_metrics import MachineMetrics
-from .node_status import node_ready
-from .resources import MACHINES, NODES
+from machine_controller.controllers.machine.metrics import MachineMetrics
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from .mao_metrics import timestamp_seconds
+from machine_controller.controllers.mao_metrics import timestamp_seconds
 
 ITEMS = "mapi_machineset_items"
 

@@ -38,11 +38,11 @@ from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, obj
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import ActionRefused, InstanceNotOwned, Power, PowerControl, PowerState
-from .drain import MIRROR_POD_ANNOTATION
-from .node_status import node_ready, ready_condition
-from .node_storage import TaintsChanged, out_of_service_taint, patch_taints, volume_attachments
-from .resources import MACHINES, NODES, PODS, REMEDIATIONS
+from machine_controller.controllers.provider import ActionRefused, InstanceNotOwned, Power, PowerControl, PowerState
+from machine_controller.controllers.machine.drain import MIRROR_POD_ANNOTATION
+from machine_controller.controllers.nodes.status import node_ready, ready_condition
+from machine_controller.controllers.nodes.storage import TaintsChanged, out_of_service_taint, patch_taints, volume_attachments
+from machine_controller.controllers.resources import MACHINES, NODES, PODS, REMEDIATIONS
 
 log = structlog.get_logger(__name__)
 

@@ -3,12 +3,12 @@
 The SDK's reader builds a full `types.Vm` for each VM of the answer, with every attribute of the type and its
 followed links, in Python: at a thousand VMs that cost the controller more CPU than anything else it did while
 Machines were being created (a third of its samples, hack/bench/machines.py --py-spy), and the list is taken again
-and again while Machines wait on their VMs (snapshots.py). Here expat (C) builds one VM's elements at a time, the
+and again while Machines wait on their VMs (cluster_vm_lists.py). Here expat (C) builds one VM's elements at a time, the
 few values wanted are picked with `find`, and the VM's elements are dropped before the next one is read, so the
 memory of a list stays that of one VM. Values are converted as the SDK's `Reader` converts them (an unknown enum
 value is None, a boolean is true/false/1/0), and a list that is only linked (`<link rel="tags">`, not followed) is
 an empty tuple, as the SDK makes it an empty list: the records are the same whichever reader made them
-(test/unit/ovirt/test_listed_vms.py compares them with the SDK's on the simulator).
+(test/unit/ovirt/test_vm_list_reader.py compares them with the SDK's on the simulator).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class ListedVm:
 
 class VmListReader:
     """Reads a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`) piece by piece as it arrives (`feed`, from
-    streamed.py); `close` gives its VMs, in order.
+    streaming_get.py); `close` gives its VMs, in order.
 
     Only the ends of elements are asked of the parser (the starts doubled the events this loop went through, for a
     depth that only told a VM of the list from a `<vm>` inside one): a VM of the list has child elements (its name,

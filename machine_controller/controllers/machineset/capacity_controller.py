@@ -23,8 +23,8 @@ from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
-from .resources import MACHINESETS
+from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
+from machine_controller.controllers.resources import MACHINESETS
 
 log = structlog.get_logger(__name__)
 

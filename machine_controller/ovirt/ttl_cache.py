@@ -10,7 +10,7 @@ from typing import Any, Callable, Generic, Hashable, TypeVar
 T = TypeVar("T")
 
 
-class KeptAnswers(Generic[T]):
+class TtlCache(Generic[T]):
     """Only what exists is kept: a falsy answer (a missing object) and an exception are asked again at the next
     call, so an object created meanwhile is seen at once. A kept answer expires after `ttl_s`, or at `forget`."""
 

@@ -22,11 +22,11 @@ from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .actuator import InstanceNotOwned, Instances
-from .node_status import node_ready
-from .node_storage import hold_for_volumes
-from .nodelink import link_wait_left
-from .resources import NODES
+from machine_controller.controllers.provider import InstanceNotOwned, Instances
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.nodes.storage import hold_for_volumes
+from machine_controller.controllers.nodes.nodelink import link_wait_left
+from machine_controller.controllers.resources import NODES
 
 log = structlog.get_logger(__name__)
 DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instance is stopped

@@ -7,10 +7,10 @@ import threading
 
 import ovirtsdk4.types as types
 
-from machine_controller.ovirt.lookups import Lookups
-from machine_controller.ovirt.snapshots import VmSnapshots
+from machine_controller.ovirt.spec_objects import SpecObjects
+from machine_controller.ovirt.cluster_vm_lists import ClusterVmLists
 
-from listed_xml import answer
+from vm_list_xml import answer
 from manual_clock import ManualClock
 
 
@@ -32,7 +32,7 @@ class _Client:
 def test_a_found_object_is_asked_once_and_again_after_forget_or_expiry():
     client, clock = _Client(), ManualClock()
     client.templates["rhcos"] = types.Template(id="t1", name="rhcos")
-    lookups = Lookups(client, ttl_s=60, clock=clock)
+    lookups = SpecObjects(client, ttl_s=60, clock=clock)
     assert lookups.template("rhcos", "c1").id == "t1"
     assert lookups.template("rhcos", "c1").id == "t1"
     assert client.calls == ["template rhcos"]
@@ -47,7 +47,7 @@ def test_a_found_object_is_asked_once_and_again_after_forget_or_expiry():
 
 def test_a_missing_object_is_asked_every_time_so_a_new_one_is_seen_at_once():
     client = _Client()
-    lookups = Lookups(client, clock=ManualClock())
+    lookups = SpecObjects(client, clock=ManualClock())
     assert lookups.template("rhcos", "c1") is None
     client.templates["rhcos"] = types.Template(id="t1", name="rhcos")
     assert lookups.template("rhcos", "c1").id == "t1"
@@ -64,7 +64,7 @@ def test_workers_asking_together_share_one_lookup():
         gate.wait(2)
         return original(name, cluster_id)
     client.template_by_name = slow  # type: ignore[method-assign]
-    lookups = Lookups(client, clock=ManualClock())
+    lookups = SpecObjects(client, clock=ManualClock())
     threads = [threading.Thread(target=lookups.template, args=("rhcos", "c1")) for _ in range(8)]
     for t in threads:
         t.start()
@@ -77,7 +77,7 @@ def test_workers_asking_together_share_one_lookup():
 def test_one_list_serves_every_vm_of_the_cluster_while_it_is_recent():
     client, clock = _Client(), ManualClock()
     client.vms = [types.Vm(id=f"vm{i}", name=f"worker-{i}", status=types.VmStatus.DOWN) for i in range(3)]
-    snaps = VmSnapshots(client, max_age_s=0.5, clock=clock)
+    snaps = ClusterVmLists(client, max_age_s=0.5, clock=clock)
     assert [snaps.by_id("Default", f"vm{i}").name for i in range(3)] == ["worker-0", "worker-1", "worker-2"]
     assert snaps.by_name("Default", "worker-1")[0].id == "vm1"
     assert snaps.by_id("Default", "vm9") is None
@@ -91,7 +91,7 @@ def test_a_list_older_than_the_callers_last_action_is_not_used():
     """A VM started a moment ago must not be judged by a list taken before the start."""
     client, clock = _Client(), ManualClock()
     client.vms = [types.Vm(id="vm0", name="worker-0", status=types.VmStatus.DOWN)]
-    snaps = VmSnapshots(client, max_age_s=10, clock=clock)
+    snaps = ClusterVmLists(client, max_age_s=10, clock=clock)
     assert snaps.by_id("Default", "vm0").status == types.VmStatus.DOWN
     clock.t += 0.1
     acted = clock()  # the start

@@ -33,9 +33,9 @@ from machine_controller.runtime.kube import Resource, Rest, is_not_found, object
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .node_status import node_ready
-from .remediators import CLUSTER_ROLES, REMEDIATOR_SELECTOR, RemediationKinds, TemplateRefused, remediation_kinds
-from .resources import INDEX_NODE_REF, MACHINEHEALTHCHECKS, MACHINES, node_ref_index
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.healthcheck.remediators import CLUSTER_ROLES, REMEDIATOR_SELECTOR, RemediationKinds, TemplateRefused, remediation_kinds
+from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINEHEALTHCHECKS, MACHINES, node_ref_index
 
 log = structlog.get_logger(__name__)
 _RECHECK_SLACK_S = 1.0  # look again just after a timeout expires, as MAO does

@@ -44,7 +44,7 @@ from typing import Callable, Iterable
 import structlog
 
 from .client import OvirtClient
-from .listed_vms import ListedVm, VmListReader
+from .vm_list_reader import ListedVm, VmListReader
 
 
 # How long after its list should have come a caller woken by it is told to look anyway, in case the wake is lost: a
@@ -90,7 +90,7 @@ class _Snapshot:
         return self.started + self.cost
 
 
-class VmSnapshots:
+class ClusterVmLists:
     def __init__(self, client: OvirtClient, max_age_s: float = 0.5, cost_factor: float = 3.0,
                  clock: Callable[[], float] = time.monotonic):
         self._client = client

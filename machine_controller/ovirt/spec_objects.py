@@ -15,13 +15,13 @@ from typing import Any, Callable
 import ovirtsdk4.types as types
 
 from .client import OvirtClient
-from .kept import KeptAnswers
+from .ttl_cache import TtlCache
 
 
-class Lookups:
+class SpecObjects:
     def __init__(self, client: OvirtClient, ttl_s: float = 600.0, clock: Callable[[], float] = time.monotonic):
         self._client = client
-        self._kept: KeptAnswers[Any] = KeptAnswers(ttl_s, clock)
+        self._kept: TtlCache[Any] = TtlCache(ttl_s, clock)
         self._cached = self._kept.get
 
     def cluster(self, cluster_id: str) -> types.Cluster | None:

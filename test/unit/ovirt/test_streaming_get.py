@@ -1,4 +1,4 @@
-"""A cluster's VM list is read as curl receives it, never held whole (streamed.py), through the unmodified SDK
+"""A cluster's VM list is read as curl receives it, never held whole (machine_controller/ovirt/streaming_get.py), through the unmodified SDK
 against the simulator: the same records as the whole answer gives, also when the SDK sends the request again
 after renewing its token, and a reader's own error is the error of the call."""
 
@@ -10,9 +10,9 @@ from ovirtsdk4 import http as sdk_http
 
 from hack import ovirt_install
 from machine_controller.ovirt.errors import OvirtError
-from machine_controller.ovirt.listed_vms import ListedVm, VmListReader
+from machine_controller.ovirt.vm_list_reader import ListedVm, VmListReader
 
-from listed_xml import read_vms
+from vm_list_xml import read_vms
 
 FOLLOW = "reported_devices,tags,disk_attachments.disk"
 

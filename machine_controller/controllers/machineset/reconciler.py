@@ -40,14 +40,14 @@ from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .delete_policy import machines_to_delete
-from .expectations import Expectations
-from .machineset_failures import INVALID_TEMPLATE_EVENT, TEMPLATE_VALID, CreationGuard, Hold, template_hash, \
+from machine_controller.controllers.machineset.delete_policy import machines_to_delete
+from machine_controller.controllers.machineset.expectations import Expectations
+from machine_controller.controllers.machineset.failures import INVALID_TEMPLATE_EVENT, TEMPLATE_VALID, CreationGuard, Hold, template_hash, \
     template_valid
-from .machineset_metrics import ITEMS as MACHINESET_ITEMS, machineset_families
-from .mao_metrics import MaoCollector
-from .node_status import node_ready, ready_condition
-from .resources import INDEX_NODE_REF, MACHINES, MACHINESETS, node_ref_index
+from machine_controller.controllers.machineset.metrics import ITEMS as MACHINESET_ITEMS, machineset_families
+from machine_controller.controllers.mao_metrics import MaoCollector
+from machine_controller.controllers.nodes.status import node_ready, ready_condition
+from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINES, MACHINESETS, node_ref_index
 
 log = structlog.get_logger(__name__)
 

@@ -19,7 +19,7 @@ from machine_controller.runtime.controller import Result
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 
-from .resources import NODES, VOLUME_ATTACHMENTS
+from machine_controller.controllers.resources import NODES, VOLUME_ATTACHMENTS
 
 # The VM is gone whatever happens: a Node whose volumes Kubernetes has not released this long after the taint is
 # deleted all the same (its attachments then wait out Kubernetes' own six minutes).

@@ -130,12 +130,7 @@ class Controller:
             self._m_active.inc()
             started = time.monotonic()
             try:
-                result = self.reconcile(key) or Result()
-            except Conflict:
-                result = Result(requeue_after=self.conflict_requeue_s)
-            except Gone:
-                self._log.debug("object deleted during the reconcile")
-                result = Result()
+                result = settle(self.reconcile, key, self.conflict_requeue_s) or Result()
             except TerminalError as exc:
                 self._m_errors.inc()
                 self._m_terminal.inc()
@@ -164,6 +159,19 @@ class Controller:
             else:
                 self.queue.forget(key)
                 self._m_total["success"].inc()
+
+
+def settle(reconcile: Reconcile, key: str, conflict_requeue_s: float = 0.5) -> Result | None:
+    """One pass of `reconcile` with a lost race ended as controller-runtime's loop ends it
+    (docs/architecture.md#writing-an-object): a write that met a newer version (`writes.Conflict`) is a short
+    requeue, one that met a deleted object (`writes.Gone`) is done. Any other exception is the caller's."""
+    try:
+        return reconcile(key)
+    except Conflict:
+        return Result(requeue_after=conflict_requeue_s)
+    except Gone:
+        get_logger("controller").debug("object deleted during the reconcile", key=key)
+        return None
 
 
 def _want_traceback(exc: BaseException) -> bool:

@@ -6,7 +6,8 @@ A guarded write is optimistic concurrency: it fails with 409 when the object mov
 that decided from an old version never overwrites a newer one. A lost race ends the pass with the runtime's own
 `Conflict` (the controller loop looks at the newer object again shortly) or `Gone` (the object was deleted while
 the pass ran: nothing is left to do), as controller-runtime's loop treats a conflict and a not-found. Neither is an
-error, neither is counted as one, and no reconciler needs an exception class of its own for them.
+error, neither is counted as one, and no reconciler needs an exception class of its own for them. A unit test
+that calls a reconciler's `reconcile(key)` itself ends a pass the same way through `runtime.controller.settle`.
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ from api.meta import ConditionSeverity, false_condition, format_time, now, set_c
 from machine_controller.runtime.controller import Controller, OwnWrites, Result, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer, Store
-from machine_controller.runtime.kube import Rest, is_conflict, is_not_found, object_key
+from machine_controller.runtime.kube import Rest, is_not_found, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
+from machine_controller.runtime.writes import write
 
 from machine_controller.controllers.provider import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
                        Progress)
@@ -48,17 +49,6 @@ class MachineTiming:
     waiting_for_ip_s: float = 5.0
     drain_retry_s: float = 20.0  # MAO's drain RequeueAfter
     instance_deleting_s: float = 5.0
-
-
-class Requeue(Exception):
-    """Raised inside a step to end the pass with a requeue, not an error."""
-
-    def __init__(self, after: float):
-        self.after = after
-
-
-class MachineGone(Exception):
-    """The Machine was deleted while this pass was writing to it: nothing is left to do."""
 
 
 class MachineReconciler:
@@ -105,31 +95,25 @@ class MachineReconciler:
             return None
         obj = copy.deepcopy(cached)  # the informer's object is shared with every reader: never written in place
         machine = Machine.from_dict(obj)
-        try:
-            if machine.metadata.deleting:
-                return self._delete(obj, machine)
-            if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
-                obj.update(self._patch_meta(obj, {"finalizers": [*machine.metadata.finalizers,
-                                                                 keys.MACHINE_FINALIZER]}))
-                machine = Machine.from_dict(obj)
-            phase = machine.status.phase or ""
-            if phase == MachinePhase.FAILED:
-                return None  # terminal: only deletion moves a Failed Machine on (docs/compatibility.md#machine-phases)
-            problem = _invalid_machine(machine)
-            if problem:
-                # MAO retries such a Machine for ever with FailedValidate events; it can never be built as written,
-                # so it ends Failed like any other invalid configuration, and nothing is created.
-                self._events.warning(obj, "FailedValidate", problem)
-                self._invalid(obj, machine, problem)
-                return None
-            if phase in ("", MachinePhase.PROVISIONING):
-                return self._provision(obj, machine)
-            return self._refresh(obj, machine, fresh=fresh)
-        except Requeue as r:
-            return Result(requeue_after=r.after)
-        except MachineGone:
-            log.debug("machine deleted during the reconcile")
+        if machine.metadata.deleting:
+            return self._delete(obj, machine)
+        if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
+            obj.update(self._patch_meta(obj, {"finalizers": [*machine.metadata.finalizers,
+                                                             keys.MACHINE_FINALIZER]}))
+            machine = Machine.from_dict(obj)
+        phase = machine.status.phase or ""
+        if phase == MachinePhase.FAILED:
+            return None  # terminal: only deletion moves a Failed Machine on (docs/compatibility.md#machine-phases)
+        problem = _invalid_machine(machine)
+        if problem:
+            # MAO retries such a Machine for ever with FailedValidate events; it can never be built as written,
+            # so it ends Failed like any other invalid configuration, and nothing is created.
+            self._events.warning(obj, "FailedValidate", problem)
+            self._invalid(obj, machine, problem)
             return None
+        if phase in ("", MachinePhase.PROVISIONING):
+            return self._provision(obj, machine)
+        return self._refresh(obj, machine, fresh=fresh)
 
     # --- provisioning ---------------------------------------------------------------------------------------
     def _provision(self, obj: dict, machine: Machine) -> Result | None:
@@ -428,17 +412,11 @@ class MachineReconciler:
         machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
 
     def _patch_meta(self, obj: dict, metadata: dict[str, Any], spec: dict[str, Any] | None = None) -> dict:
-        """Merge-patch metadata (and spec) guarded by resourceVersion: a concurrent change makes it fail with 409
-        and the next pass starts from the newer object."""
-        patch: dict[str, Any] = {"metadata": {**metadata, "resourceVersion": obj["metadata"]["resourceVersion"]}}
-        if spec:
-            patch["spec"] = spec
-        meta = obj["metadata"]
-        try:
-            updated = self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
-        except Exception as e:
-            _raise_write_outcome(e)
-            raise
+        """Write metadata (and spec) guarded by resourceVersion (docs/architecture.md#writing-an-object): a
+        concurrent change ends the pass, and the next one starts from the newer object. The object as written."""
+        updated = write(self._rest, MACHINES, obj, metadata=metadata, spec=spec, guarded=True)
+        if updated is None:
+            return obj
         self.own_writes.record(updated)
         return updated
 
@@ -476,25 +454,16 @@ class MachineReconciler:
             status["providerStatus"] = provider_status
         elif drop_provider_status:
             status["providerStatus"] = None  # a merge patch's null removes the key
-        changed = {k: v for k, v in status.items() if old.get(k) != v and not (v is None and k not in old)}
-        if not changed:
+        updated = write(self._rest, MACHINES, obj, status=status, guarded=guarded,
+                        stamp={"lastUpdated": format_time(stamp)})
+        if updated is None:
             return
-        changed["lastUpdated"] = format_time(stamp)
-        meta = obj["metadata"]
-        patch: dict[str, Any] = {"status": changed}
-        if guarded:
-            patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
-        try:
-            updated = self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"], subresource="status")
-        except Exception as e:
-            _raise_write_outcome(e)
-            raise
         self.own_writes.record(updated)
         obj.update(updated)
         machine.status = Machine.from_dict(updated).status
         machine.metadata.resource_version = updated["metadata"]["resourceVersion"]
         if old.get("phase") != phase:
-            self._metrics.observe_phase(phase, meta.get("creationTimestamp"))
+            self._metrics.observe_phase(phase, obj["metadata"].get("creationTimestamp"))
             log.info("phase changed", old=old.get("phase"), new=phase)
 
     @staticmethod
@@ -528,15 +497,6 @@ def _invalid_machine(machine: Machine) -> str | None:
     if machine.spec.provider_spec.value is None:
         return "spec.providerSpec.value: Required value: the provider spec of the Machine"
     return None
-
-
-def _raise_write_outcome(e: Exception) -> None:
-    """A write to the Machine lost a race: a newer version (conflict) is looked at again soon; a deleted
-    Machine ends the pass quietly. Anything else is the caller's to raise."""
-    if is_conflict(e):
-        raise Requeue(0.5) from None
-    if is_not_found(e):
-        raise MachineGone() from None
 
 
 def node_lost_handler(machines: Store, reconciler: MachineReconciler, queue: WorkQueue) -> EventHandler:

@@ -39,6 +39,7 @@ from machine_controller.runtime.informer import EventHandler, Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
+from machine_controller.runtime.writes import Conflict, Gone, write
 
 from machine_controller.controllers.machineset.delete_policy import machines_to_delete
 from machine_controller.controllers.machineset.expectations import Expectations
@@ -130,13 +131,10 @@ class MachineSetReconciler:
         refs = [*(meta.get("ownerReferences") or []), controller_reference(obj)]
         # Guarded by resourceVersion: if someone else claimed it meanwhile, the patch fails and the Machine's
         # update event brings us back to look again.
-        patch = {"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}}
         try:
-            self._rest.merge_patch(MACHINES, meta["name"], patch, meta["namespace"])
-        except ApiException as e:
-            if classify(e) in (ErrorKind.CONFLICT, ErrorKind.NOT_FOUND):
-                return False
-            raise
+            write(self._rest, MACHINES, machine, metadata={"ownerReferences": refs}, guarded=True)
+        except (Conflict, Gone):
+            return False
         self._events.normal(obj, "SuccessfulAdopt", f"Adopted machine {meta['name']}")
         log.info("adopted machine", machine=meta["name"])
         return True
@@ -259,17 +257,7 @@ class MachineSetReconciler:
         return parse_time(since) if since else self._clock()
 
     def _write_status(self, obj: dict, status: dict[str, Any]) -> None:
-        old = obj.get("status") or {}
-        changed = {k: v for k, v in status.items() if old.get(k) != v and not (v is None and k not in old)}
-        if not changed:
-            return
-        meta = obj["metadata"]
-        try:
-            self._rest.merge_patch(MACHINESETS, meta["name"], {"status": changed}, meta["namespace"],
-                                   subresource="status")
-        except ApiException as e:
-            if classify(e) != ErrorKind.NOT_FOUND:  # deleted meanwhile: nothing to report on
-                raise
+        write(self._rest, MACHINESETS, obj, status=status)
 
     # --- autoscaler bounds ------------------------------------------------------------------------------------
     def _check_autoscaler_bounds(self, obj: dict) -> None:

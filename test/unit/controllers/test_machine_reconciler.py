@@ -24,7 +24,7 @@ from machine_controller.controllers.machine.metrics import MachineMetrics
 from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
                                                      internal_ip_index, provider_id_index)
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
-from machine_controller.runtime.controller import Result
+from machine_controller.runtime.controller import Result, settle
 from machine_controller.runtime.informer import Store
 
 from fakes import FakeActuator, FakeApi, RecordingEvents
@@ -591,9 +591,9 @@ def test_machine_reconciler(row: Row) -> None:
     for i, expected in enumerate(row.results):
         if isinstance(expected, type) and issubclass(expected, BaseException):
             with pytest.raises(expected):
-                w.reconciler.reconcile(KEY)
+                settle(w.reconciler.reconcile, KEY)
         else:
-            assert w.reconciler.reconcile(KEY) == expected, f"pass {i}"
+            assert settle(w.reconciler.reconcile, KEY) == expected, f"pass {i}"
         if row.between and i < len(row.results) - 1:
             row.between(w, i)
 
@@ -645,7 +645,7 @@ def test_the_reconciler_leaves_the_informer_cache_as_it_found_it() -> None:
     w = world(row)
     w.api.freeze_cache(MACHINES)  # the cache sees no write, so only the reconciler could change its object
     before = copy.deepcopy(w.machines.get(KEY))
-    w.reconciler.reconcile(KEY)
+    settle(w.reconciler.reconcile, KEY)
     assert w.machine()["status"]["phase"] == "Provisioned"  # it did write
     assert w.machines.get(KEY) == before
 
@@ -656,13 +656,13 @@ def test_after_nodelink_wrote_running_with_the_node_ref_the_machine_controller_w
     nothing, and the Machine reaching Running is counted once."""
     row = Row("fold", machine("Provisioning"), [], provision=[STARTED], status=[UP, UP], node=node_obj())
     w = world(row)
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned"
     nodelink = NodeLinkReconciler(w.api, w.nodes, w.machines, MachineMetrics.of(w.registry))
     assert nodelink.reconcile_quietly(NODE) is None
     assert w.machine()["status"]["phase"] == "Running"
     writes = len(w.api.writes(MACHINES))
-    assert w.reconciler.reconcile(KEY) is None
+    assert settle(w.reconciler.reconcile, KEY) is None
     assert len(w.api.writes(MACHINES)) == writes
     _running_counted_once(w)
 
@@ -686,7 +686,7 @@ def test_a_machine_whose_node_registered_first_ends_its_provisioning_running_wit
     (docs/compatibility.md#nodelink); nodelink, woken by it, has only the Node's part to write."""
     w, nodelink = _linked(Row("linked", machine("Provisioning"), [], provision=[STARTED], status=[UP],
                               node=registered))
-    assert w.reconciler.reconcile(KEY) is None
+    assert settle(w.reconciler.reconcile, KEY) is None
     status = w.machine()["status"]
     assert status["phase"] == "Running" and status["nodeRef"] == {"kind": "Node", "name": NODE, "uid": "node-uid"}
     assert len(_status_writes(w)) == 1
@@ -717,7 +717,7 @@ def test_without_the_one_node_nodelink_would_link_the_provisioning_ends_provisio
               node=None if setup.__name__ == "<lambda>" else node_obj())
     w, _ = _linked(row)
     setup(w)
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned" and "nodeRef" not in w.machine()["status"]
 
 
@@ -728,7 +728,7 @@ def test_a_node_of_another_name_with_the_machines_provider_id_is_not_its_node() 
     there."""
     copy = {**node_obj(), "metadata": {"name": "copy", "uid": "copy-uid"}}
     w, nodelink = _linked(Row("copy", machine("Provisioning"), [], provision=[STARTED], status=[UP], node=copy))
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned" and "nodeRef" not in w.machine()["status"]
     assert nodelink.reconcile_quietly("copy") is None
     assert "nodeRef" not in w.machine()["status"] and w.api.writes(NODES) == []
@@ -751,12 +751,12 @@ def test_a_finished_drain_is_not_done_again_while_the_vm_goes_but_a_restarted_co
     def node_and_pod_requests() -> list:
         return [r for r in w.api.requests if r[1] in ("nodes", "pods")]
 
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=5.0)
     drained = node_and_pod_requests()
     # The Node is read from the informer's cache, as MAO's drain reads it; it is cordoned, and its pods listed.
     assert drained == [("PATCH", "nodes", NODE), ("GET", "pods", None)]
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=5.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=5.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=5.0)
     assert node_and_pod_requests() == drained
     assert w.actuator.calls["delete"] == 3
     # Restarted, here without a Node cache: the Node is asked of the API server.
@@ -777,10 +777,10 @@ def test_a_pass_reading_a_cache_without_the_last_status_write_neither_writes_nor
               provision=[STARTED, STARTED], status=[UP, UP])
     w = world(row)
     w.api.freeze_cache(MACHINES)  # the watch brings nothing in between
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=30.0)
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned"
     version = w.machine()["metadata"]["resourceVersion"]
-    assert w.reconciler.reconcile(KEY) == Result(requeue_after=0.5)  # 409: looked at again with the newer Machine
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=0.5)  # 409: looked at again with the newer Machine
     assert w.machine()["metadata"]["resourceVersion"] == version  # nothing written
     assert [e.reason for e in w.events.recorded] == ["Created"]
     assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Provisioned"}) == 1.0
@@ -815,7 +815,7 @@ def test_a_machine_whose_node_is_deleted_looks_at_its_instance_afresh_and_fails_
     handler = node_lost_handler(w.machines, w.reconciler, queue)
     handler.on_delete(node_obj())
     assert queue.keys == [KEY]
-    assert w.reconciler.reconcile(KEY) is None
+    assert settle(w.reconciler.reconcile, KEY) is None
     assert w.actuator.calls == {"status": 1, "status fresh": 1}
     status = w.machine()["status"]
     assert status["phase"] == "Failed" and status["errorMessage"] == "Can't find created instance."
@@ -835,8 +835,8 @@ def test_only_a_node_leaving_ready_or_gone_wakes_its_machine_and_only_its_next_p
     assert queue.keys == []
     handler.on_update(ready, new)
     assert queue.keys == [KEY]
-    assert w.reconciler.reconcile(KEY) is None
-    assert w.reconciler.reconcile(KEY) is None
+    assert settle(w.reconciler.reconcile, KEY) is None
+    assert settle(w.reconciler.reconcile, KEY) is None
     assert w.actuator.calls == {"status": 2, "status fresh": 1}
     assert w.machine()["status"]["phase"] == "Running"
 

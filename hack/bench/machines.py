@@ -401,8 +401,8 @@ def main() -> int:
                 sim.url, sim.username, sim.password, ca_pem=Path(sim.ca_file).read_text())))
             kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "samples" / "worker-user-data.yaml"))
             # The floors run first, before the controller exists, and leave no VM and no Node behind.
-            # Each floor is the fastest of --floor-runs: single runs of it spread 11-16 s at N=1000 on this bed, and
-            # the ratio with them.
+            # Each floor is the fastest of --floor-runs: single runs of it spread widely on a shared machine, and
+            # the ratio with them (docs/benchmarks.md#what-hackbenchmachines-measures).
             floors: dict[int, Floor] = {}
             floor_runs: dict[int, list[float]] = {}
             nodes = NodeWatch(plane.kubeconfig())

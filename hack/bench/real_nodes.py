@@ -1,4 +1,4 @@
-"""What a real node costs here (issue 18, item 5): `python -m hack.bench.real_nodes [--sample-s 30]`.
+"""What a real node costs here: `python -m hack.bench.real_nodes [--sample-s 30]`.
 
 On a control plane of its own, one real node (hack/controlplane/nodes.py) with the pause and product images: the
 product image's size (docker archive, and unpacked in containerd), the time to import it, the node's time to Ready,

@@ -12,7 +12,7 @@ from .go_tools import GoTool, build_tool
 
 __all__ = ["CSI_ATTACHER", "CSI_PROVISIONER", "CSI_SANITY", "TOOLS", "GoTool", "build_tool", "ensure_tools"]
 
-# The versions the module proxy listed on 2026-11-23 (the newest of each major).
+# Pinned versions, the newest of each major the module proxy listed when they were chosen.
 CSI_SANITY = GoTool("csi-sanity", "github.com/kubernetes-csi/csi-test/v5", "v5.6.0", "cmd/csi-sanity")
 CSI_PROVISIONER = GoTool("csi-provisioner", "github.com/kubernetes-csi/external-provisioner/v6", "v6.4.0",
                          "cmd/csi-provisioner")

@@ -220,7 +220,7 @@ class RealNode:
             "plugins": [{
                 "type": "bridge", "bridge": self.net.bridge, "isGateway": True,
                 # No masquerade: it would add iptables rules that only a CNI DEL removes, and a node that is
-                # powered off (item 3 of issue 18) gets none. Pods reach the machine through their gateway.
+                # powered off (its VM stopped) gets none. Pods reach the machine through their gateway.
                 "ipMasq": False, "hairpinMode": True,
                 "ipam": {
                     "type": "host-local", "ranges": [[{"subnet": str(self.net.subnet)}]],

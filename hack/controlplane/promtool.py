@@ -11,7 +11,7 @@ import sys
 
 from .go_tools import GoTool, build_tool
 
-# The newest release the module proxy listed on 2026-11-25 (Prometheus 3's modules are numbered v0.3xx).
+# A pinned release, the newest the module proxy listed when it was chosen (Prometheus 3's modules are numbered v0.3xx).
 PROMTOOL = GoTool("promtool", "github.com/prometheus/prometheus", "v0.316.0", "cmd/promtool", group="prometheus",
                   tags=("remove_all_sd",))
 

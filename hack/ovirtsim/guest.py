@@ -333,8 +333,8 @@ class NodeAgent:
                     "Kubelet stopped posting node status.", now)))
         self.real.want(real, frozenset(cut_off))
         # Only the guests with something to write go to the writers: handing every quiet guest to a thread (a
-        # future apiece, four passes a second) took 15 % of the simulator's CPU while 1000 Machines were deleted
-        # (hack/bench/machines.py), on the cores the controller is measured on.
+        # future apiece, several passes a second) would cost CPU in proportion to the inventory, on the cores the
+        # controller is measured on (docs/benchmarks.md#figures-behind-the-codes-choices).
         # Each guest's state is touched by its own write only; the pass ends when every write has.
         if self._writers is None:
             for write in writes:

@@ -1,4 +1,4 @@
-"""Real guests (issue 18, item 3): chosen VMs boot as real Kubernetes nodes instead of simulated ones: those of
+"""Real guests: chosen VMs boot as real Kubernetes nodes instead of simulated ones: those of
 chosen templates, and those whose names match chosen patterns (a test's Machines, among the simulated guests).
 
 When such a VM's guest comes up (the moment a simulated guest's kubelet would register its Node), a real kubelet
@@ -57,7 +57,7 @@ class RealGuests:
         self._images: tuple[Path, ...] = ()
         self.templates: frozenset[str] = frozenset()  # template ids whose VMs are real guests
         self.vm_patterns: tuple[str, ...] = ()  # and the VMs whose names match one of these (fnmatch)
-        self._named: re.Pattern[str] | None = None  # vm_patterns as one expression (asked 4000 times a second)
+        self._named: re.Pattern[str] | None = None  # vm_patterns as one expression, asked of every guest at each pass
         self._wanted: dict[str, str] = {}  # vm id -> Node name, for every real guest that runs
         self._cut_off: frozenset[str] = frozenset()  # the wanted guests whose host the engine has lost
         self._frozen: set[str] = set()  # vm ids whose node's kubelet is frozen now

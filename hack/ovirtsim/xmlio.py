@@ -3,9 +3,9 @@
 The SDK's `Reader.read` picks the type from the root tag, exactly as the client does. Responses are written by
 the SDK's generated per-type writers (`VmWriter.write_one`, ... registered in `Writer._writers`), so element names
 and value rendering are the model's; but they write into `_TextCursor`, a pure-Python stand-in for the C
-`ovirtsdk4.xml.XmlWriter`, because that C writer leaks about twice the size of every document it produces
-(measured with SDK 4.6.3: 20 000 writes of a 5 KB VM grew the process by ~200 MB), which a long-running simulator
-listing 1000 VMs cannot afford.
+`ovirtsdk4.xml.XmlWriter`, because that C writer leaks memory in proportion to every document it produces
+(docs/benchmarks.md#figures-behind-the-codes-choices), which a long-running simulator listing 1000 VMs cannot
+afford.
 
 The writers never emit `<link rel>` elements (13.2 caveat b), so the sub-collections of an entity are injected here
 as `<link rel="..." href="..."/>`, the form real engines send and every client's reader (`XxxReader._process_link`)

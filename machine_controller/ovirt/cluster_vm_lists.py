@@ -11,11 +11,11 @@ when it should have come, so no worker of the controller is held for the seconds
 A list grows with the cluster: a thousand VMs cost the engine (and this process) a good part of a second to render
 and parse, more under load. So a list counts as recent, after it came, for `cost_factor` times what it took (at
 least `max_age_s`, which is what a small cluster sees): with the default 3 the engine spends at most a quarter of
-its time listing for us however many Machines wait. With 1 (half its time) a thousand Machines were all Running in
-67 s instead of 55 s on this project's two-core machine (hack/bench/machines.py, wake on list included): the
-lists cost the simulator and this process CPU that the API server was short of, and a step waited a little longer
-but every step of every Machine went faster. A caller whose last action is newer than the recent list and that can
-wait (`NotYet`) is told when the next list may be taken; the callers told so come back together and share it.
+its time listing for us however many Machines wait. A smaller factor brings a waiting step's list sooner but not
+its Machine: the extra lists cost the engine and this process CPU that every other step needs, so Machines come up
+slower overall (docs/benchmarks.md#figures-behind-the-codes-choices). A caller whose last action is newer than
+the recent list and that can wait (`NotYet`) is told when the next list may be taken; the callers told so come
+back together and share it.
 
 A caller that can wait and names itself (`waiter`) is never told a time to come back: it is woken, by the callback
 given to `wake_with` (the Machine controller's work queue), when a list that will do for it has come, and told to
@@ -23,10 +23,9 @@ come back only after `WAKE_FALLBACK_S` more in case the wake is lost. A caller t
 list (a VM just started is first looked at after its poll interval, actuator.py) asks to be woken by the first
 list started after its action that comes after that moment (`wake_by_list`), and is not looked at in between. The
 lists those waiters need are taken by a lister thread of this object as soon as the earliest of them is due and the
-recent list's time is over, and each list wakes every waiter it does for, whoever took it. Before, a Machine came
-back at its poll only to find the recent list older than its action, asked to be woken, and was woken: two passes
-for each step, and at a thousand Machines created more than half of the controller's passes were such
-(hack/bench/machines.py). Told a time, they came back when the list should have come, and again while it ran late.
+recent list's time is over, and each list wakes every waiter it does for, whoever took it. A Machine that came back
+at its poll instead would find the recent list older than its action, ask to be woken, and be woken: two passes for
+each step. Told a time, it would come back when the list should have come, and again while the list runs late.
 
 A Machine about to create its VM looks for it by name first. Any list, however old, may tell it that no such VM
 exists: the engine refuses a second VM of the same name, so a stale "absent" costs one refused create and the
@@ -110,8 +109,8 @@ class ClusterVmLists:
         # (cluster, caller) -> when the list that woke it started: its next look is served by that list (or a newer
         # one) even when its recent time is over, as long as it came at most WAKE_FALLBACK_S ago. A list wakes
         # hundreds of Machines at a thousand, the last of them seconds later through the work queue; judged by the
-        # recent time, they found the list too old, asked to be woken again and came back for the next list:
-        # three passes per Machine created (hack/bench/machines.py).
+        # recent time, they would find the list too old, ask to be woken again and come back for the next list:
+        # three passes per Machine created instead of one.
         self._woken: dict[tuple[str, str], float] = {}
         self._wake: Callable[[Iterable[str]], None] | None = None
         self._lister: threading.Thread | None = None

@@ -1,8 +1,8 @@
 """A GET whose answer is given to a reader piece by piece as it arrives, instead of kept whole.
 
 The SDK collects an answer's body in a buffer and hands over a copy of it: a cluster's VM list of a thousand VMs
-is 4.5 MB in the simulator's XML (more from an engine), so each list held twice its size at once, which set the
-controller's peak memory (hack/bench/machines.py). Here the request is the SDK's own (its authentication, TLS and
+is megabytes of XML, so each list would be held twice, whole, at once, and set the controller's peak memory
+(docs/benchmarks.md#figures-behind-the-codes-choices). Here the request is the SDK's own (its authentication, TLS and
 headers: `Connection.send`), and only where curl delivers the body goes is changed: to the reader while the answer
 is a 200, kept for the SDK's fault otherwise. The SDK's request context is not a public interface (a tuple of the
 curl handle, the body and header buffers and the request, in 4.6), so its shape is checked and a change stops the

@@ -1,9 +1,9 @@
 """A cluster's VM list, read straight from the engine's XML into the few fields the actuator reads (`ListedVm`).
 
 The SDK's reader builds a full `types.Vm` for each VM of the answer, with every attribute of the type and its
-followed links, in Python: at a thousand VMs that cost the controller more CPU than anything else it did while
-Machines were being created (a third of its samples, hack/bench/machines.py --py-spy), and the list is taken again
-and again while Machines wait on their VMs (cluster_vm_lists.py). Here expat (C) builds one VM's elements at a time, the
+followed links, in Python: at a thousand VMs that is the largest CPU cost of the controller while Machines are
+being created (docs/benchmarks.md#figures-behind-the-codes-choices), and the list is taken again and again while
+Machines wait on their VMs (cluster_vm_lists.py). Here expat (C) builds one VM's elements at a time, the
 few values wanted are picked with `find`, and the VM's elements are dropped before the next one is read, so the
 memory of a list stays that of one VM. Values are converted as the SDK's `Reader` converts them (an unknown enum
 value is None, a boolean is true/false/1/0), and a list that is only linked (`<link rel="tags">`, not followed) is
@@ -73,10 +73,11 @@ class VmListReader:
     """Reads a `GET /vms` answer (`<vms><vm>...</vm>...</vms>`) piece by piece as it arrives (`feed`, from
     streaming_get.py); `close` gives its VMs, in order.
 
-    Only the ends of elements are asked of the parser (the starts doubled the events this loop went through, for a
-    depth that only told a VM of the list from a `<vm>` inside one): a VM of the list has child elements (its name,
-    its status...), a VM that one only links to (a disk attachment's, a reported device's) is an empty
-    `<vm href=... id=.../>`, as the engine renders every link that is not followed, and the list follows no VM.
+    Only the ends of elements are asked of the parser (the starts would double the events this loop goes through,
+    for a depth that would only tell a VM of the list from a `<vm>` inside one): a VM of the list has child
+    elements (its name, its status...), a VM that one only links to (a disk attachment's, a reported device's) is
+    an empty `<vm href=... id=.../>`, as the engine renders every link that is not followed, and the list follows
+    no VM.
     The events of a piece are read before the next piece is parsed, so a VM's elements are dropped before the next
     one is built: expat (C) holds at most a piece and a VM."""
 

@@ -156,8 +156,8 @@ class WorkQueue:
                 self._push(key)  # wakes one getter for it
             elif self._shutting_down and not self._processing:
                 # The one thing a done key changes for a waiter besides a push: shutdown_with_drain's end. Waking
-                # every getter at every done, as this did, sent a Machine controller's 16 idle workers through the
-                # GIL each time a pass ended (hack/bench/machines.py --py-spy: about 1 % of the controller's samples).
+                # every getter at every done would send all of a controller's idle workers through the GIL each
+                # time a pass ends, for nothing to get.
                 self._cond.notify_all()
 
     def __len__(self) -> int:

@@ -142,8 +142,8 @@ def test_a_node_whose_provider_id_names_another_vm_is_warned_and_left_alone(menv
 
 
 def test_a_node_whose_provider_id_is_ovirt_but_names_no_vm_id_is_warned_and_left_alone(menv):
-    """`ovirt://` followed by something that is no VM id names nothing of ours: the Node used to be deleted as one
-    whose VM is gone (no VM bears its name either)."""
+    """`ovirt://` followed by something that is no VM id names nothing of ours: the Node must not be taken for one
+    whose VM is gone (no VM bears its name either) and deleted."""
     menv.controller()
     odd = unique_name("odd")
     pid = "ovirt://not-a-vm-id"
@@ -167,8 +167,9 @@ def _condition(m: dict, ctype: str) -> dict:
 
 
 def test_deleting_a_machine_whose_vm_is_unknown_sends_no_stop_until_the_engine_sees_it_again(menv):
-    """Issue 17 item 8: a stop of a VM whose host does not answer can neither be carried out nor confirmed
-    (docs/fencing.md#why-the-deletion-path-is-fence-safe-too); it used to be sent about every 1.5 s."""
+    """A stop of a VM whose host does not answer can neither be carried out nor confirmed
+    (docs/fencing.md#why-the-deletion-path-is-fence-safe-too), so none is sent, however often the Machine is
+    looked at, until the engine sees the VM again."""
     control = menv.sim.control
     menv.controller()
     name, vm_id = _running_machine(menv)
@@ -190,7 +191,7 @@ def test_deleting_a_machine_whose_vm_is_unknown_sends_no_stop_until_the_engine_s
         assert vm_id in running["message"]
         assert any(e["type"] == "Warning" and e["reason"] == "InstanceStateUnknown"
                    for e in _events(menv, "Machine", name, menv.namespace))
-        time.sleep(10)  # the old code sent a stop every few seconds here
+        time.sleep(10)  # several of the Machine's backoff retries: a stop sent on any of them would count
         assert stops_sent() == 0, f"{stops_sent()} stops sent to a VM whose host does not answer"
         assert control.vm(vm_id)["status"] == "unknown" and menv.machine(name) is not None
     finally:
@@ -206,7 +207,8 @@ def test_deleting_a_machine_whose_vm_is_unknown_sends_no_stop_until_the_engine_s
 @pytest.mark.parametrize("user_data", [b"\xff\xfe{\"ignition\": {}}", b'{"ignition": {"version": "3.2.0"}}\x01'],
                          ids=["not_utf8", "control_character"])
 def test_user_data_the_engine_cannot_take_fails_naming_the_field_and_creates_no_vm(menv, user_data):
-    """Issue 17 item 6: such user data used to be retried for ever with no event."""
+    """User data the engine cannot carry can never succeed: it is not sent again and again, and the Machine says
+    which field is wrong."""
     menv.controller()
     secret = unique_name("bad-user-data")
     menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({

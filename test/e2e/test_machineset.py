@@ -495,7 +495,7 @@ def test_an_invalid_template_under_a_health_check_stops_creating_until_it_change
     cond = _wait(blocked, "TemplateValid=False on the set", 90, menv)
     assert cond["reason"] == "InvalidConfiguration" and "os_disk.size_gb" in cond["message"], cond
     assert _events(menv, name, "InvalidTemplate")
-    deadline = time.monotonic() + 20  # long enough for dozens of Machines at the old pace
+    deadline = time.monotonic() + 20  # long enough for dozens of Machines if the set went on creating
     while time.monotonic() < deadline:
         seen.update(m["metadata"]["name"] for m in _machines(menv, name))
         time.sleep(0.2)

@@ -14,9 +14,9 @@ from test_power_actions import _paused, _stays_up
 from test_remediation import (_counts, _events, _node, _not_ready, _phase, _ready, _remediation, _request,  # noqa: F401
                               _running_machine, _state, _wait, renv)
 
-# The client's timeout (--ovirt-timeout) in these tests. Long enough that the stop sent again after it and the
-# start that used to follow some 10 s later (once the engine's job of that stop ended) come before the held stop
-# lands, as in the issue with the default 60 s. A lost request may land until twice this after it was sent.
+# The client's timeout (--ovirt-timeout) in these tests. Long enough that the stop sent again after it, and a start
+# sent as soon as the engine's job of that stop ended, would come before the held stop lands, as they would with
+# the default 60 s. A lost request may land until twice this after it was sent.
 CLIENT_TIMEOUT_S = 20
 LANDS_BY_S = 2 * CLIENT_TIMEOUT_S
 
@@ -41,10 +41,10 @@ def _repaired_in_one_cycle(menv, name: str, vm_id: str, node: str, landed: float
 
 
 def test_a_stop_held_past_the_clients_timeout_lands_before_the_start(renv):
-    """The issue's case: the client gives up on the stop, nothing shows at the engine, the stop is sent again and
-    the VM goes down at once. The first stop is still on its way: it lands 35 s after it was sent, when the VM,
-    started some 10 s after the second stop, was up again. The start now waits until the stop can no longer land
-    (twice the client's timeout), so the held stop finds the VM down and the repaired VM stays up."""
+    """The client gives up on the stop, nothing shows at the engine, the stop is sent again and the VM goes down
+    at once. The first stop is still on its way: it lands 35 s after it was sent, when a VM started as soon as the
+    second stop's job ended would be up again. The start waits until the stop can no longer land (twice the
+    client's timeout), so the held stop finds the VM down and the repaired VM stays up."""
     menv = renv
     menv.controller(extra_args=(f"--ovirt-timeout={CLIENT_TIMEOUT_S}",))
     name, vm_id, node = _paused(menv)

@@ -101,7 +101,7 @@ def bed(cluster, ovirt, real_node_images, kube_proxy, tmp_path_factory) -> Itera
     try:
         menv.controller()
         _machineset(menv, set_name, 2, node_labels={BED_LABEL: set_name})
-        # The simulator starts real guests one at a time, each importing the images (the product's 550 MB archive
+        # The simulator starts real guests one at a time, each importing the images (the product's large archive
         # among them): minutes when the machine is loaded.
         assert wait_until(lambda: _running_on_real_nodes(menv, set_name, 2), 600, 0.5), \
             f"real Nodes of {set_name}: {ovirt.control.real_nodes()}\n{menv.controller_logs()}"

@@ -172,7 +172,7 @@ def test_huge_ignition_payload_goes_through_expect_100_continue(sim, conn):
 
 
 def test_starts_quickly(tmp_path):
-    """Sanity bound only (the figure itself is measured by hack/bench/sim_throughput.py: ~0.35 s)."""
+    """Sanity bound only: the start time itself is measured by hack/bench/sim_throughput.py (docs/benchmarks.md)."""
     import time
 
     t0 = time.monotonic()

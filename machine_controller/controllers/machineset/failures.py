@@ -1,8 +1,9 @@
 """What a MachineSet remembers of its new Machines that failed, so that it does not make the next one at once
 (docs/architecture.md#acting-only-on-what-is-ours: what cannot succeed is not repeated).
 
-Under a MachineHealthCheck a Failed Machine is deleted within a second, and the set, one Machine short, used to make
-the next at once: an invalid template churned 131 Machines a minute. Two rules, per set:
+Under a MachineHealthCheck a Failed Machine is deleted within a second, and a set one Machine short would make the
+next at once: an invalid template would churn Machines as fast as the controllers can create and delete them. Two
+rules, per set:
 
 - A Machine stamped with the set's *current* template hash (`keys.ANNOTATION_TEMPLATE_HASH`, set at creation) that
   fails as `InvalidConfiguration` proves the template cannot make a valid Machine: the set says so

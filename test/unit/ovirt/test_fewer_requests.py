@@ -462,8 +462,8 @@ def test_a_woken_caller_is_served_by_the_list_that_woke_it_though_its_recent_tim
 
 
 def test_the_lister_asleep_is_woken_only_by_a_waiter_due_before_it_would_look_again():
-    """A thousand Machines created register a thousand waits; waking the lister at each made it go through all the
-    waiters each time (py-spy: a third of the controller's `Condition.notify` samples)."""
+    """A thousand Machines created register a thousand waits; waking the lister at each would make it go through
+    all the waiters each time, a cost that grows with the square of the Machines waiting."""
     snaps, now, lists, woken = _snapshots_that_wake()
     notified: list[bool] = []
 

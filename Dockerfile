@@ -31,8 +31,8 @@ RUN ln -s /opt/venv/bin/ovirt-machine-controller /machine-controller-manager
 # Two malloc arenas instead of one per thread: a list of a thousand VMs parsed by one worker would otherwise stay
 # reserved in that worker's arena, and again in the next one's. A fixed mmap threshold: glibc raises it to the size
 # of the largest block freed (a list's answer, megabytes), after which such blocks come from the heap and its high
-# water mark stays; fixed, each is mapped and given back when freed (peak RSS at 1000 Machines 124 MiB, 138 without;
-# hack/bench/machines.py).
+# water mark stays; fixed, each is mapped and given back when freed, and the peak RSS is what the controller holds
+# (docs/benchmarks.md#figures-behind-the-codes-choices).
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 OVIRT_CSI_STUBS=/opt/csi-stubs MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072
 USER 65532:65532

@@ -1,4 +1,4 @@
-"""`kubectl apply -k config/` for real (issue 18, item 4): the default entry point, as the README tells users (an
+"""`kubectl apply -k config/` for real: the default entry point, as the README tells users (an
 overlay that names the image, `kustomize edit set image`), applied to a control plane whose real node holds the
 product image. The controller runs as two pods of that image (not hostNetwork: in-cluster config through the
 `kubernetes` Service and kube-proxy) under its ServiceAccount and RBAC, passes its probes, one takes the Lease, and

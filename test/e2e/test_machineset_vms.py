@@ -1,7 +1,7 @@
 """The whole controller process on a MachineSet, with VMs: `kubectl scale machineset` up, down and to zero
 converges to exactly N Running Machines, N VMs and N Ready Nodes; scale-down removes the Machines the delete
 annotation and policy choose, with their VMs and Nodes; a deleted Machine is replaced; deleting the MachineSet
-removes every Machine and VM (issue 5, docs/compatibility.md#machinesets). Each runs in both deployment modes:
+removes every Machine and VM (docs/compatibility.md#machinesets). Each runs in both deployment modes:
 this project's controllers alone, and its actuator side beside machine-api-operator's own controllers."""
 
 from __future__ import annotations

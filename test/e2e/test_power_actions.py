@@ -1,5 +1,5 @@
-"""Power actions are sent once and only to the target's own VM (issue 17, item 9 and the remediation part of item 1;
-docs/fencing.md#the-safety-rules-the-code-keeps).
+"""Power actions are sent once and only to the target's own VM
+(docs/fencing.md#the-safety-rules-the-code-keeps).
 
 A stop whose answer is lost (the engine answers after the client's timeout) is never sent again blindly: the
 controller looks at the VM, and at the engine's job for the stop's correlation id, before sending another; a late

@@ -1,4 +1,4 @@
-"""Real guests (issue 18, item 3): a VM the simulator was told to run for real (by template, or by name) boots as
+"""Real guests: a VM the simulator was told to run for real (by template, or by name) boots as
 a real node (hack/ovirtsim/real_guests.py): a kubelet v1.35.4 with its containerd registers the Node named after
 the VM, runs pods, sees the VM's attached disks as block devices (loop devices under their by-id names), and stops
 with its containers and disks when the VM crashes or is powered off; starting the VM again brings it back. A

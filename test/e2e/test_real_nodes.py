@@ -1,4 +1,4 @@
-"""Real nodes in the test bed (issue 18, item 2): a kubelet and a containerd of hack/controlplane/nodes.py join the
+"""Real nodes in the test bed: a kubelet and a containerd of hack/controlplane/nodes.py join the
 local control plane, go Ready, run pods from a locally built image (on the node's network and on the pod network),
 serve `kubectl logs` and `kubectl exec` to the API server only, and leave nothing behind when stopped.
 

@@ -1,5 +1,5 @@
 """A power-cycle remediation that ends in the Machine's replacement, driven by this project's MachineHealthCheck:
-what the events say must be what happened (issue 17, item 10). Real API server, simulator and controller process."""
+what the events say must be what happened. Real API server, simulator and controller process."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Power actions held in transit past the client's timeout (issue 37, item 7;
-docs/fencing.md#requests-whose-answer-was-lost): the engine sees nothing of such a request until it arrives
+"""Power actions held in transit past the client's timeout
+(docs/fencing.md#requests-whose-answer-was-lost): the engine sees nothing of such a request until it arrives
 (`sim.control.delay`), then carries it out. A stop that lands late must not leave the repaired VM off, a start that
 lands late must not end the cycle, and neither spends a retry or deletes the Machine. Real API server, simulator and
 controller process; stops and starts are counted by the simulator."""

@@ -1,4 +1,4 @@
-"""ovirt-csi-driver (issue 19, item 1; docs/storage.md#csi-on-real-nodes) and the FlexVolume driver with the volume
+"""ovirt-csi-driver (docs/storage.md#csi-on-real-nodes) and the FlexVolume driver with the volume
 provisioner (item 2; docs/storage.md#flexvolume-on-real-nodes) deployed as users deploy them: `config/storage/csi`
 and `config/storage` applied to the local control plane, whose nodes are real guests of the simulated engine (real
 kubelets and containerd in VMs' stead, hack/ovirtsim/real_guests.py). Each guest sees its VM id as SMBIOS UUID and
@@ -221,7 +221,7 @@ def test_a_statefulset_pod_gets_its_disk_formatted_mounted_and_grown(bed, kube_p
         cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
 
 
-# --- FlexVolume (issue 19, item 2) ---------------------------------------------------------------------------------
+# --- FlexVolume ----------------------------------------------------------------------------------------------------
 
 SHIPPED_PLUGIN_DIR = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 
@@ -318,7 +318,7 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
         cluster.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
 
 
-# --- Fencing with storage (issue 19, item 3; docs/storage.md#failover-on-real-nodes) ----------------------------
+# --- Fencing with storage (docs/storage.md#failover-on-real-nodes) ----------------------------------------------
 
 # Ready Unknown or False for 10 s: the health checks' conditions.
 CONDITIONS = [{"type": "Ready", "status": status, "timeout": "10s"} for status in ("Unknown", "False")]
@@ -513,7 +513,7 @@ def _vm_gone(conn, vm_id: str) -> bool:
 
 
 def test_a_replaced_machine_leaves_its_stateful_pods_disk_to_the_replacement(bed, kube_proxy, namespace):
-    """Replacement with storage (issue 19, item 4): the health check's default remediation deletes the Machine of
+    """Replacement with storage: the health check's default remediation deletes the Machine of
     the node whose VM crashed while it held the pod's disk. The Machine's deletion detaches the disk before the VM is
     removed, so the disk survives; the MachineSet's replacement joins, and the pod runs there with its data. The
     bed's other node is cordoned, so that the replacement is the only place for the pod."""

@@ -234,7 +234,7 @@ def _refused(senv, claim_name: str, says: str) -> None:
     ("8Ei", "largest"),
 ])
 def test_sizes_out_of_range_are_refused_with_an_event(senv, size, says):
-    """Issue 17 item 6: never a crash or a silent Pending claim, nothing made."""
+    """Never a crash or a silent Pending claim, nothing made."""
     senv.start()
     sc = senv.storage_class("Delete")
     senv.pvc("odd-size", sc, size=size)
@@ -249,7 +249,7 @@ def test_sizes_out_of_range_are_refused_with_an_event(senv, size, says):
     ("too-large", {"resources": {"requests": {"storage": "2Ti"}}}, "can ever hold"),  # nfs-data holds 1 TiB
 ])
 def test_claims_the_provisioner_cannot_honour_are_refused(senv, cluster, what, extra, says):
-    """Issue 17 item 7: a selector or a data source is not served with a new empty disk, nor a size larger than
+    """A selector or a data source is not served with a new empty disk, nor a size larger than
     the whole storage domain (available + used); ProvisioningFailed says why and no disk is made."""
     senv.start()
     sc = senv.storage_class("Delete")
@@ -262,7 +262,7 @@ def test_claims_the_provisioner_cannot_honour_are_refused(senv, cluster, what, e
 
 @pytest.mark.parametrize("case", ["a VM's disk", "another claim's disk"])
 def test_a_released_volume_naming_a_disk_not_made_for_it_keeps_the_disk(senv, cluster, case):
-    """Issue 17 item 1: a PV written by hand (or copied) with this provisioner's annotation and reclaim policy
+    """A PV written by hand (or copied) with this provisioner's annotation and reclaim policy
     Delete names a disk; the provisioner removes a disk only when the disk proves it made it for that PV's claim
     (its name is the PV's, pvc-<claim uid>, and its description names the claim). Otherwise VolumeFailedDelete,
     and disk and PV stay."""

@@ -1,4 +1,4 @@
-"""Every number a flag takes is range-checked where it enters (issue 17, item 6): a bad value stops the process at
+"""Every number a flag takes is range-checked where it enters: a bad value stops the process at
 start-up with exit code 2 and one line naming the flag, never a traceback, a busy loop or a silent hang (a negative
 resync period spun a core; 0 engine connections hung every Machine)."""
 
@@ -128,7 +128,7 @@ def _exits_2_with_one_line_naming(module: str, argv: list[str], flag: str, env: 
     return lines[0]
 
 
-# --- the kubeconfig (issue 37, item 4) ------------------------------------------------------------------------
+# --- the kubeconfig -------------------------------------------------------------------------------------------
 # Every tool that takes --kubeconfig; ovirt-flexvolume-driver and ovirt-csi-driver take none (the driver reads the
 # API server from its configuration file, the CSI driver never calls it).
 KUBECONFIG_TOOLS = [(parse, "ovirt-machine-controller"), (provisioner_app.parse, "ovirt-volume-provisioner")]

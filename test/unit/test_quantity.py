@@ -1,4 +1,4 @@
-"""api/quantity.py: Kubernetes quantities parsed exactly, byte counts range-checked (issue 17 item 6)."""
+"""api/quantity.py: Kubernetes quantities parsed exactly, byte counts range-checked."""
 
 from __future__ import annotations
 

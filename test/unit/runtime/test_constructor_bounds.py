@@ -1,4 +1,4 @@
-"""Issue 37, item 5: every number a flag range-checks is checked again by the class that would misbehave with it,
+"""Every number a flag range-checks is checked again by the class that would misbehave with it,
 so that a caller in code cannot bring the fault back: a negative resync period spun a core, 0 workers or 0 power
 slots never did anything, a zero backoff retried in a busy loop. Each refusal is a ValueError naming the class, the
 argument, the value and why it cannot be."""

@@ -69,7 +69,7 @@ def test_create_refuses_bad_input_and_creates_nothing(env):
         "unknown storage domain": dict(parameters={"storageDomainName": "nowhere"}),
         "thinProvisioning not a boolean": dict(parameters={"storageDomainName": "nfs-data", "thinProvisioning": "y"}),
         "unknown parameter": dict(parameters={"storageDomainName": "nfs-data", "color": "blue"}),
-        # Issue 38 item 4: the FlexVolume classes' keys are no keys of this driver (docs/storage.md's list).
+        # The FlexVolume classes' keys are no keys of this driver (docs/storage.md's list).
         "fsType, accepted and ignored before": dict(parameters={"storageDomainName": "nfs-data", "fsType": "xfs"}),
         "the legacy domain key": dict(parameters={"ovirtStorageDomain": "nfs-data"}),
         "a class's filesystem the capability contradicts": dict(
@@ -95,7 +95,7 @@ def test_create_refuses_bad_input_and_creates_nothing(env):
 
 
 def test_names_that_are_patterns_or_quotes_are_refused_names_with_spaces_quoted(env):
-    """Issue 17 item 5: a volume named `*` (a wildcard even quoted), or holding a quote, backslash or newline, is
+    """A volume named `*` (a wildcard even quoted), or holding a quote, backslash or newline, is
     INVALID_ARGUMENT and makes no disk; a name with spaces is one quoted literal, found again on retry."""
     csi, disks = env["csi"], env["disks"]
     pb = csi.pb
@@ -128,7 +128,7 @@ def test_names_that_are_patterns_or_quotes_are_refused_names_with_spaces_quoted(
 
 
 def test_a_size_beyond_int64_in_whole_mib_is_out_of_range(env):
-    """Issue 17 item 6: int64's largest value rounds up to whole MiB beyond int64; refused, nothing made."""
+    """int64's largest value rounds up to whole MiB beyond int64; refused, nothing made."""
     csi, disks = env["csi"], env["disks"]
     n = name()
     assert code(csi.create, n, required=2**63 - 1) == grpc.StatusCode.OUT_OF_RANGE
@@ -136,7 +136,7 @@ def test_a_size_beyond_int64_in_whole_mib_is_out_of_range(env):
 
 
 def test_a_size_the_storage_domain_can_never_hold_is_out_of_range(env):
-    """Issue 17 item 7: more than the domain's available + used bytes is OUT_OF_RANGE (thin or not), nothing made."""
+    """More than the domain's available + used bytes is OUT_OF_RANGE (thin or not), nothing made."""
     csi, disks = env["csi"], env["disks"]
     sd = disks.storage_domain("nfs-data")
     total = sd.available + sd.used

@@ -1,5 +1,5 @@
 """ovirt-csi-driver's flags: a bad one is one line naming it and exit code 2, as every tool of the project answers
-(machine_controller/config.py FlagParser), never a traceback (issue 37 item 4)."""
+(machine_controller/config.py FlagParser), never a traceback."""
 
 from __future__ import annotations
 

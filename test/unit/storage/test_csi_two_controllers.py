@@ -1,5 +1,5 @@
 """Two ovirt-csi-driver controller processes against one simulator, as the controller Deployment's two replicas are
-when the provisioner and the attacher lead on different ones (issue 38 item 3): the in-process locks do not reach
+when the provisioner and the attacher lead on different ones: the in-process locks do not reach
 across processes, so the engine alone must keep one name one disk and a deleted volume never published
 (docs/storage.md#two-controller-processes). Real driver processes, gRPC over unix sockets."""
 

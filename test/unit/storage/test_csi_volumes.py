@@ -1,5 +1,5 @@
 """What a CSI volume of this driver can be asked for, checked without an engine: the StorageClass parameters are
-the one list docs/storage.md gives (issue 38 item 4), and no size beyond int64 leaves the rounding (issue 37 item 5).
+the one list docs/storage.md gives, and no size beyond int64 leaves the rounding.
 """
 
 from __future__ import annotations

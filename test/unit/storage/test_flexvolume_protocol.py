@@ -186,7 +186,7 @@ def test_node_without_provider_id_or_unknown(engine):
 
 
 def test_a_node_naming_another_nodes_vm_gets_nothing_attached(engine):
-    """Issue 17 item 1: node-c's providerID was copied from node-a; the VM it names is named node-a, so attach,
+    """node-c's providerID was copied from node-a; the VM it names is named node-a, so attach,
     isattached and detach for node-c are refused and node-a's VM keeps exactly what it had."""
     env, disk_id, vm_id, disks = engine["env"], engine["disk"], engine["vm"], engine["disks"]
     opts = json.dumps({"volumeID": disk_id, "kubernetes.io/pvOrVolumeName": "pvc-flex"})

@@ -1,4 +1,4 @@
-"""User strings on their way to the engine (issue 17, item 5): search values are quoted literals or refused, ids
+"""User strings on their way to the engine: search values are quoted literals or refused, ids
 that go into URL paths are UUIDs; the disk layer and the FlexVolume driver against the oVirt simulator."""
 
 from __future__ import annotations

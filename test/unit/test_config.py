@@ -84,7 +84,7 @@ def test_maos_flags_run_the_actuator_side_with_maos_settings():
 def test_maos_namespace_holds_the_lease_and_the_credentials():
     """MAO renders its controllers in its own namespace (its pod's) and names it with --namespace: the provider's
     Lease and credentials are there, as the Go provider's Lease is in its pod's namespace
-    (docs/compatibility.md#the-operator-at-release-413)."""
+    (docs/compatibility.md#the-operator-itself-not-run-here-the-module-proxy-refuses-the-release-that-knows-ovirt)."""
     from machine_controller.config import from_mao_args
 
     config = parse(from_mao_args([*MAO_ARGS[:4], "--namespace=mao-elsewhere"]))

@@ -75,7 +75,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         manager.health.add_readyz_check("ovirt-credentials", lambda: creds.problem is None)
     manager.on_shutdown(pool.close)
     actuator = OvirtActuator(client, UserData(rest), ClusterVips(rest))
-    instances = OvirtInstances(client, actuator.snapshots)  # a new Node's VM is in a recent list
+    instances = OvirtInstances(client, actuator.vm_lists)  # a new Node's VM is in a recent list
     power = OvirtPower(client)
 
     # The informers the controllers share.

@@ -12,17 +12,17 @@ import pytest
 
 from hack import ovirt_install
 from machine_controller.controllers.provider import Progress
-from machine_controller.ovirt.actuator import _PollBackoff
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.errors import BadRequestError, OvirtError
 from machine_controller.ovirt.vm_list_reader import VmListReader
 from machine_controller.ovirt.cluster_vm_lists import WAKE_FALLBACK_S, NotYet, ClusterVmLists
+from machine_controller.ovirt.tracker import Tracker
 
 from vm_list_xml import answer
 
 
 def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left():
-    polls = _PollBackoff(0.25)
+    polls = Tracker(time.monotonic)
     said = Progress(done=False, requeue_after=5.0, waiting_for="the VM to boot", instance_id="vm1",
                     instance_state="powering_up", problem="no host can run it")
     assert polls.plan("provision", "ns/m1", said) is said
@@ -35,12 +35,12 @@ def test_a_call_before_the_planned_look_gets_the_last_answer_with_the_time_left(
     assert polls.early("provision", "ns/m1", "vm2") is None
     # Another Machine naming the same VM (a copied manifest) is never told what this one was.
     assert polls.early("provision", "ns/m2", "vm1") is None
-    polls.forget("vm1", "ns/m1")
+    polls.forget("ns/m1", "vm1")
     assert polls.early("provision", "ns/m1", "vm1") is None
 
 
 def test_once_the_planned_time_has_come_the_engine_is_asked_again():
-    polls = _PollBackoff(0.25)
+    polls = Tracker(time.monotonic)
     polls.plan("delete", "ns/m1", Progress(done=False, requeue_after=0.05, instance_id="vm1"))
     time.sleep(0.06)
     assert polls.early("delete", "ns/m1", "vm1") is None
@@ -164,9 +164,9 @@ def test_a_create_judged_by_a_stale_list_adopts_the_vm_the_engine_already_has(si
         machine = Machine.from_dict(ovirt_install.machine_for(inst, "ns", "worker-a", affinity_groups_names=None))
         now = [100.0]
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: '{"ignition": {"version": "3.2.0"}}',
-                                 snapshots=ClusterVmLists(ovirt, clock=lambda: now[0]))
+                                 vm_lists=ClusterVmLists(ovirt, clock=lambda: now[0]))
         cluster = conn.system_service().clusters_service().cluster_service(inst.cluster_id).get().name
-        assert actuator.snapshots.by_name(cluster, "worker-a") == []  # the cluster's list, before the VM exists
+        assert actuator.vm_lists.by_name(cluster, "worker-a") == []  # the cluster's list, before the VM exists
         now[0] += 600.0  # long stale
         vms = conn.system_service().vms_service()
         earlier = vms.add(types.Vm(name="worker-a", cluster=types.Cluster(id=inst.cluster_id),
@@ -562,17 +562,17 @@ def test_a_machine_woken_by_its_list_looks_at_it_rather_than_being_told_its_last
 
     woken: list[str] = []
     with _while_the_second_list_is_taken(1.0, 102.5) as (snaps, now):
-        actuator = OvirtActuator(None, user_data=lambda ns, name: "{}", snapshots=snaps)
+        actuator = OvirtActuator(None, user_data=lambda ns, name: "{}", vm_lists=snaps)
         actuator.wake_with(woken.append)
         # What the Machine was told at its last look: the list being taken, in (the fallback) 10 s.
-        actuator._polls.plan("delete", "ns/worker-0", Progress(done=False, requeue_after=WAKE_FALLBACK_S,
-                                                               instance_id="vm0"))
-        assert actuator._polls.early("delete", "ns/worker-0", "vm0") is not None
+        actuator.tracker.plan("delete", "ns/worker-0", Progress(done=False, requeue_after=WAKE_FALLBACK_S,
+                                                                instance_id="vm0"))
+        assert actuator.tracker.early("delete", "ns/worker-0", "vm0") is not None
         now[0] = 103.0
         with pytest.raises(NotYet):
             snaps.by_id("Default", "vm0", fresh_after=102.0, may_defer=True, waiter="ns/worker-0")
     assert woken == ["ns/worker-0"]
-    assert actuator._polls.early("delete", "ns/worker-0", "vm0") is None  # its next pass looks
+    assert actuator.tracker.early("delete", "ns/worker-0", "vm0") is None  # its next pass looks
 
 
 def _machine_with_a_down_vm(conn, name: str):
@@ -604,7 +604,7 @@ def test_a_fresh_status_sees_a_vm_removed_since_the_recent_list(sim_and_client):
     try:
         machine, vm, vms = _machine_with_a_down_vm(conn, "worker-f")
         actuator = OvirtActuator(ovirt, user_data=lambda ns, name: "{}",
-                                 snapshots=ClusterVmLists(ovirt, max_age_s=60.0))  # a list stays recent for a minute
+                                 vm_lists=ClusterVmLists(ovirt, max_age_s=60.0))  # a list stays recent for a minute
         assert actuator.status(machine).instance_id == vm.id
         vms.vm_service(vm.id).remove()
         assert actuator.status(machine).instance_id == vm.id  # the recent list, taken before the removal

@@ -57,7 +57,8 @@ _BOOTING_STATES = {s.value for s in _BOOTING}
 class Timing:
     """How long, at most, to wait before looking again at a VM in each kind of state. The first look comes after
     `first_poll_s` and the interval doubles while the VM stays in the same state, up to these caps: a fast engine is
-    followed closely, a slow one is not flooded (the Go client polled at 1, 3, 7, 15... s, docs/compatibility.md#engine-faults-and-retries)."""
+    followed closely, a slow one is not flooded (the Go client polled at 1, 3, 7, 15... s,
+    docs/compatibility.md#engine-faults-and-retries)."""
 
     first_poll_s: float = 0.25
     locked_s: float = 5.0
@@ -151,7 +152,8 @@ class OvirtActuator:
         if known:
             vm = self.vm_lists.by_id(cluster.name, known, max(self.tracker.acted_at(known), fresh_after), may_defer,
                                      waiter=machine.key)
-            if vm is None and not self.tracker.removed(known):  # absent from a list newer than our removal: gone
+            # Absent from a list newer than the removal we sent: gone.
+            if vm is None and not self.tracker.removed(machine.key, known):
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
                 return _owned(machine, vm)
@@ -355,11 +357,10 @@ class OvirtActuator:
             return self.tracker.plan("delete", machine.key, _next_list(machine, e, self._known_id(machine)))
 
     def _delete(self, machine: Machine) -> Progress:
-        known = self._known_id(machine)
         since = self.tracker.deletion_began(machine.key)
         vm = self.find_vm(machine, may_defer=True, fresh_after=since)
         if vm is None:
-            return self._gone(machine, known)  # a VM of another name would have been refused by find_vm
+            return self._gone(machine)  # a VM of another name would have been refused by find_vm
         status = vm.status
         if status == types.VmStatus.UNKNOWN:
             # The engine has lost the VM's host: a stop cannot be carried out or confirmed, and the VM may still
@@ -379,7 +380,7 @@ class OvirtActuator:
             try:
                 self.client.remove_vm(vm.id)
                 self.tracker.acted_on(machine.key, vm.id)
-                self.tracker.mark_removed(machine.key, vm.id)
+                self.tracker.removal_accepted(machine.key, vm.id)
             except ConflictError as e:
                 return self._wait(machine, vm, self._timing.locked_s, f"the engine to accept removal ({e})")
             log.info("removed VM", vm_id=vm.id)
@@ -389,7 +390,7 @@ class OvirtActuator:
             # removal is done either way: a failed ask leaves it to that list.
             try:
                 if self.client.vm(vm.id) is None:
-                    return self._gone(machine, vm.id)
+                    return self._gone(machine)
             except OvirtError as e:
                 log.info("could not ask for the removed VM; a list will say it is gone", vm_id=vm.id, error=str(e))
             return self._wait(machine, vm, self._timing.stopping_s, "the VM to be gone", state="removed")
@@ -402,10 +403,10 @@ class OvirtActuator:
             return self._wait(machine, vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
         return self._wait(machine, vm, self._timing.stopping_s, "the VM to stop")
 
-    def _gone(self, machine: Machine, vm_id: str | None) -> Progress:
+    def _gone(self, machine: Machine) -> Progress:
         """The Machine's VM is proven gone: by the engine's 404 for its id, or by its absence from a list taken
         after the deletion began."""
-        self.tracker.forget(machine.key, vm_id)
+        self.tracker.forget(machine.key)
         return Progress(done=True)
 
 

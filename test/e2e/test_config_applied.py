@@ -157,9 +157,21 @@ def test_the_controller_runs_as_pods_of_its_image(deployed):
     # The metrics answer through config/monitoring's Service, from its ClusterIP (kube-proxy's rules).
     service = _get(cluster, "-n", MACHINE_API_NS, "get", "service", METRICS_SERVICE)
     url = f"http://{service['spec']['clusterIP']}:8081/metrics"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        body = resp.read().decode()
-    assert "mapi_mao_collector_up" in body, body[:2000]
+    answers: list[str] = []
+
+    def scraped() -> bool:
+        # kube-proxy writes a Service's rules once its endpoints are ready, which may follow the pods' readiness
+        # by a sync period: until then the ClusterIP refuses the connection.
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                answers.append(resp.read().decode())
+            return True
+        except OSError as e:
+            answers.append(str(e))
+            return False
+
+    assert wait_until(scraped, 60, 1.0), answers[-1]
+    assert "mapi_mao_collector_up" in answers[-1], answers[-1][:2000]
 
 
 def _worker_pod(node: str) -> str:

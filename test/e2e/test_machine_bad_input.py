@@ -126,7 +126,7 @@ def test_machine_gone_while_its_reconcile_is_in_flight_ends_quietly(menv):
 
     def lines() -> list[str]:
         return [line for line in proc.log_text().splitlines() if f'"{key}"' in line]
-    assert wait_until(lambda: any("machine deleted during the reconcile" in line for line in lines()), timeout=30,
+    assert wait_until(lambda: any("object deleted during the reconcile" in line for line in lines()), timeout=30,
                       interval=0.2), "the in-flight reconcile did not end quietly:\n" + "\n".join(lines()[-20:])
     assert [line for line in lines() if "reconcile failed" in line] == []
 

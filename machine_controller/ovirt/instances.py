@@ -13,9 +13,9 @@ from .cluster_vm_lists import ClusterVmLists
 
 
 class OvirtInstances:
-    def __init__(self, client: OvirtClient, snapshots: ClusterVmLists | None = None):
+    def __init__(self, client: OvirtClient, vm_lists: ClusterVmLists | None = None):
         self._client = client
-        self._snapshots = snapshots
+        self._vm_lists = vm_lists
 
     def owns(self, pid: str) -> bool:
         return is_ovirt_provider_id(pid)
@@ -45,5 +45,5 @@ class OvirtInstances:
         return NodeInstance(provider_id=provider_id(vm.id), running=vm.status != types.VmStatus.DOWN)
 
     def _seen(self, vm_id: str | None = None, name: str | None = None) -> types.Vm | None:
-        found = self._snapshots.seen(vm_id=vm_id, name=name) if self._snapshots is not None else []
+        found = self._vm_lists.seen(vm_id=vm_id, name=name) if self._vm_lists is not None else []
         return found[0] if len({v.id for v in found}) == 1 else None  # two VMs of one name: the engine decides

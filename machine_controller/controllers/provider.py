@@ -107,6 +107,11 @@ class Actuator(Protocol):
     def delete(self, machine: Machine) -> Progress:
         """Take the next step towards no instance (stopped, data disks detached, removed); `done` once gone."""
 
+    def forget(self, key: str) -> None:
+        """The Machine `key` is gone from the API before its deletion was seen through (its finalizer removed by
+        hand): whatever the provider remembers of it goes, so a Machine created again under the same name is not
+        judged by the old one's history. Its instance, if any, is left to its user."""
+
 
 @dataclass(frozen=True)
 class NodeInstance:

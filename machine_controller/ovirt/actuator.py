@@ -403,6 +403,9 @@ class OvirtActuator:
             return self._wait(machine, vm, self._timing.stopping_s, f"the engine to accept stop ({e})")
         return self._wait(machine, vm, self._timing.stopping_s, "the VM to stop")
 
+    def forget(self, key: str) -> None:
+        self.tracker.forget(key)
+
     def _gone(self, machine: Machine) -> Progress:
         """The Machine's VM is proven gone: by the engine's 404 for its id, or by its absence from a list taken
         after the deletion began."""

@@ -92,6 +92,7 @@ class MachineReconciler:
         cached = self._machines.get(key)
         if cached is None:
             self._drained.pop(key, None)
+            self._actuator.forget(key)
             return None
         obj = copy.deepcopy(cached)  # the informer's object is shared with every reader: never written in place
         machine = Machine.from_dict(obj)

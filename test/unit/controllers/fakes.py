@@ -397,6 +397,10 @@ class FakeActuator:
     def delete(self, machine: Machine) -> Progress:
         return self._answer("delete", machine.metadata.name)
 
+    def forget(self, key: str) -> None:
+        self.calls["forget"] += 1
+        self.seen.append(("forget", key))
+
     # Instances
     def owns(self, provider_id: str) -> bool:
         self.calls["owns"] += 1

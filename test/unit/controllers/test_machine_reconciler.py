@@ -855,3 +855,13 @@ def test_a_node_the_cache_still_has_but_the_api_server_no_longer_has_counts_as_d
     cache.put(node_obj())
     progress = Drainer(FakeApi(), cache).drain(NODE)  # the cordon meets 404: the Node was deleted meanwhile
     assert (progress.done, progress.message) == (True, "node already gone")
+
+
+def test_a_machine_gone_before_its_deletion_was_seen_through_is_forgotten_by_the_provider() -> None:
+    """A Machine whose finalizer is removed by hand disappears mid-deletion: the provider drops what it remembers
+    of it (when its deletion began, its VM's history), so a Machine created again under its name starts afresh."""
+    w = world(Row("gone", machine("Running", provider_id=PID), []))
+    w.api.remove(MACHINES, NAME, NS)
+    assert settle(w.reconciler.reconcile, KEY) is None
+    assert ("forget", KEY) in w.actuator.seen
+    assert w.api.writes() == []

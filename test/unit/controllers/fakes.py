@@ -8,6 +8,7 @@
 - `RecordingEvents` records what an `EventRecorder` would send.
 - `FakeActuator` implements both `Actuator` and `Instances`: each verb answers from a script the test writes and
   counts its calls; a call the test did not script fails the test.
+- `FakePower` implements `PowerControl` over one VM whose power state the test sets, and records the actions sent.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from kubernetes.client.exceptions import ApiException
 
 from api.machine import Machine
 from api.meta import format_time, now
-from machine_controller.controllers.provider import InstanceStatus, NodeInstance, Progress
+from machine_controller.controllers.provider import (InstanceNotOwned, InstanceStatus, NodeInstance, Power, PowerState,
+                                                     Progress)
 from machine_controller.controllers.resources import EVICTION_SUBRESOURCE, MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import EVENTS, Resource, object_key
@@ -408,3 +410,52 @@ class FakeActuator:
 
     def find(self, node_name: str, provider_id: str | None) -> NodeInstance | None:
         return self._answer("find", (node_name, provider_id))
+
+
+class FakePower:
+    """A `PowerControl` over one VM whose state a test sets. Every power action asked for is recorded in `sent`
+    (verb, VM name), a refused one too (it left); `refuse` makes the next ones raise, `stop_under_way`
+    plays a stop of ours the engine is still carrying out (a stop asked for then answers False: nothing was sent),
+    `late_stop` a stop of ours that reached the engine after our last start, `owner` the name the VM bears (a call
+    naming another target raises InstanceNotOwned), and a state of None a VM that no longer exists."""
+
+    def __init__(self, state: PowerState | None = PowerState.ON, owner: str | None = None) -> None:
+        self.state = state
+        self.owner = owner
+        self.stop_under_way = False
+        self.late_stop = False
+        self.refuse: dict[str, Exception] = {}  # verb -> what the engine answers instead of taking it
+        self.sent: list[tuple[str, str]] = []
+
+    def _own(self, name: str, provider_id: str = "") -> None:
+        if self.owner is not None and name != self.owner:
+            raise InstanceNotOwned(f"the VM is named {self.owner!r}, not {name!r}", provider_id.rpartition("/")[2],
+                                   provider_id)
+
+    def power(self, provider_id: str, name: str) -> Power | None:
+        self._own(name, provider_id)
+        return None if self.state is None else Power(self.state, self.state.value.lower())
+
+    def power_off_under_way(self, provider_id: str, name: str) -> bool:
+        self._own(name)
+        return self.stop_under_way
+
+    def stopped_by_late_power_off(self, provider_id: str, name: str) -> bool:
+        self._own(name)
+        return self.late_stop
+
+    def power_off(self, provider_id: str, name: str) -> bool:
+        self._own(name)
+        if self.stop_under_way:
+            return False  # the provider sends nothing while a stop of ours is being carried out
+        return self._act("power_off", name)
+
+    def power_on(self, provider_id: str, name: str) -> bool:
+        return self._act("power_on", name)
+
+    def _act(self, verb: str, name: str) -> bool:
+        self._own(name)
+        self.sent.append((verb, name))
+        if verb in self.refuse:
+            raise self.refuse[verb]
+        return True

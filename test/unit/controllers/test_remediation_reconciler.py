@@ -398,3 +398,20 @@ def test_the_sent_stop_records_until_when_a_lost_answer_may_land_then_clears_it_
     assert power.sent == [("power_off", NAME)]
     assert t(121) in bounds and bounds.index(t(121)) < bounds.index(None), bounds
     assert "powerOffMayLandUntil" not in api.object(REMEDIATIONS, NAME, NS)["status"]
+
+
+@pytest.mark.parametrize("status, power_state", [
+    (cycle("PoweringOff"), ON),
+    (cycle("PoweringOn", poweringOnSince=t(0)), OFF),
+], ids=["stop", "start"])
+def test_a_power_action_whose_intent_could_not_be_recorded_is_not_sent(status, power_state):
+    """Crash safety (docs/fencing.md#the-safety-rules-the-code-keeps): the intent is written, guarded by the
+    request's resourceVersion, before the action leaves. A write that meets a newer version of the request ends the
+    pass with a short requeue and nothing sent: the next pass decides from the newer request."""
+    reconciler, api, _, power = world(Row("", status, at=1, power=power_state))
+    api.fail("PATCH", REMEDIATIONS, 409, name=NAME, reason="Conflict", message="the object has been modified")
+    result = settle(reconciler.reconcile, KEY)
+    assert power.sent == []
+    assert result is not None and 0 < result.requeue_after <= 1, result
+    assert "powerOffRequested" not in api.object(REMEDIATIONS, NAME, NS)["status"]
+    assert "powerOnRequested" not in api.object(REMEDIATIONS, NAME, NS)["status"]

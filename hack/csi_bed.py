@@ -1,5 +1,5 @@
 """ovirt-csi-driver on the local control plane's real nodes, as the failover tests
-(test/e2e/test_storage_csi_real.py) and `make demo`'s failover scene (hack/demo_failover.py) deploy it, with the
+(test/e2e/test_storage_csi_real.py) and `make demo`'s failover scene (hack/demo/failover.py) deploy it, with the
 stateful pod both follow through a node's failure (docs/storage.md#failover-on-real-nodes).
 
 What the bed changes in the shipped manifests, and why: `imagePullPolicy: Never` (no registry is reachable; the

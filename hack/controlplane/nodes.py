@@ -327,7 +327,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "syncFrequency": "10s",
             # The Lease is renewed every 2.5 s (a quarter of its duration; by default every 10 s) and the status
             # looked at every 2 s (default 10 s): a plane with a short node-monitor-grace-period (the demo's,
-            # hack/demo.py) sees a dead kubelet within seconds without taking a live one for dead, and a Node is
+            # hack/demo/__main__.py) sees a dead kubelet within seconds without taking a live one for dead, and a Node is
             # Ready again seconds after its kubelet answers. The status is still posted only when it changed or
             # every 5 min (the report frequency would follow the update frequency if left unset).
             "nodeLeaseDurationSeconds": 10,

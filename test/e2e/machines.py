@@ -15,7 +15,7 @@ import yaml
 from api import keys
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
-from hack.mao_controllers import DROP_IN_CONTROLLERS, MaoControllers, install_openshift_config
+from testbed.mao_controllers import DROP_IN_CONTROLLERS, MaoControllers, install_openshift_config
 
 
 INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)

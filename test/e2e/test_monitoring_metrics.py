@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 
-from hack import monitoring
+from testbed import monitoring
 from machines import unique_name
 from test_storage_provisioner import Provisioner, wait_for
 

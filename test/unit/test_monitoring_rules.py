@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hack import monitoring
+from testbed import monitoring
 from hack.controlplane.go_tools import build_tool
 from hack.controlplane.promtool import PROMTOOL
 

@@ -22,7 +22,7 @@ from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import OvirtCredentials
 from machine_controller.storage.disks import Disks
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SAMPLE_CLASS = REPO / "config" / "storage" / "samples" / "storageclass.yaml"
 
 

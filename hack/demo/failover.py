@@ -30,8 +30,8 @@ from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from hack import csi_bed, ovirt_install
 from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.proxy import KubeProxy
-from hack.demo_fencing import health_check, power_cycle_template
-from hack.demo_storage import until
+from hack.demo.fencing import health_check, power_cycle_template
+from hack.demo.storage import until
 from hack.ovirtsim.testing import SimulatorHandle
 
 # kube-controller-manager marks a Node whose kubelet went silent Unknown after 10 s (default 50 s), looking every

@@ -21,15 +21,15 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
-from hack.demo_failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
-from hack.demo_fencing import fencing_scene
-from hack.demo_storage import storage_scene
+from hack.demo.failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
+from hack.demo.fencing import fencing_scene
+from hack.demo.storage import storage_scene
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = "openshift-machine-api"
 INFRA_ID = "ocp-demo-x7k2p"
 

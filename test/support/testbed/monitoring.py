@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 MONITORING = REPO / "config" / "monitoring"
 # Each PrometheusRule file, by the name promtool's tests (test/unit/monitoring/*_test.yaml) load its groups under.
 RULE_FILES = {"ovirt-rules.yaml": MONITORING / "ovirt" / "rules.yaml",

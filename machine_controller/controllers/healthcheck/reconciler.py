@@ -30,6 +30,7 @@ from machine_controller.runtime.controller import Controller, Result, TerminalEr
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Resource, Rest, is_not_found, object_key
+from machine_controller.runtime import writes
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
@@ -310,12 +311,8 @@ class MachineHealthCheckReconciler:
     def _write_status(self, obj: dict, mhc: MachineHealthCheck, expected: int, healthy: int, allowed: int,
                       condition) -> None:
         conditions = set_condition(mhc.status.conditions, condition, at=self._clock())
-        status = {"expectedMachines": expected, "currentHealthy": healthy, "remediationsAllowed": allowed,
-                  "conditions": [c.to_dict() for c in conditions]}
-        old = obj.get("status") or {}
-        changed = {k: v for k, v in status.items() if old.get(k) != v}
-        if changed:
-            self._patch_status(obj, changed)
+        self._patch_status(obj, {"expectedMachines": expected, "currentHealthy": healthy,
+                                 "remediationsAllowed": allowed, "conditions": [c.to_dict() for c in conditions]})
         mhc.status.conditions = conditions
 
     def _set_condition(self, obj: dict, mhc: MachineHealthCheck, condition) -> None:
@@ -324,14 +321,9 @@ class MachineHealthCheckReconciler:
         mhc.status.conditions = conditions
 
     def _patch_status(self, obj: dict, status: dict) -> None:
-        meta = obj["metadata"]
-        try:
-            self._rest.merge_patch(MACHINEHEALTHCHECKS, meta["name"], {"status": status}, meta["namespace"],
-                                   subresource="status")
-        except Exception as e:
-            if not is_not_found(e):
-                raise
-
+        # Only the changed fields go out; a check deleted meanwhile ends the pass (writes.Gone), and nothing is
+        # remediated for it (docs/architecture.md#writing-an-object).
+        writes.write(self._rest, MACHINEHEALTHCHECKS, obj, status=status)
 
 def add_machinehealthcheck_controller(manager: Manager, api: Any, rest: Rest, machines: Informer, nodes: Informer,
                                       events: EventRecorder, queue: WorkQueue, namespace: str | None,

@@ -19,7 +19,7 @@ from machine_controller.runtime.controller import Result
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
 
-from machine_controller.controllers.resources import NODES, VOLUME_ATTACHMENTS
+from machine_controller.controllers.resources import NODES, PODS, VOLUME_ATTACHMENTS
 
 # The VM is gone whatever happens: a Node whose volumes Kubernetes has not released this long after the taint is
 # deleted all the same (its attachments then wait out Kubernetes' own six minutes).
@@ -109,3 +109,77 @@ def hold_for_volumes(rest: Rest, node: dict, events: EventRecorder, involved: di
         events.warning(involved, "StorageReleaseSlow", f"{release.held} volume attachment(s) of node {name} still "
                        f"there {RELEASE_TIMEOUT_S:.0f}s after the out-of-service taint; deleting the node all the same")
     return None
+
+
+# --- a fenced Node: its taints, its pods, what still holds its storage (docs/fencing.md#one-cycle) ---------------
+
+# Volume sources that live and die with the node (or are only read from the API server): nothing to detach from a
+# VM that is off. Any other source (a claim, CSI, FlexVolume, an ephemeral claim, an in-tree network disk, or a
+# kind this list does not know) may hold a volume, so its pod is waited for (docs/fencing.md#one-cycle).
+_NODE_LOCAL_VOLUMES = frozenset({"emptyDir", "configMap", "secret", "downwardAPI", "projected", "hostPath",
+                                 "gitRepo", "image"})
+
+
+def _holds_storage(pod: dict) -> bool:
+    return any(set(volume) - {"name"} - _NODE_LOCAL_VOLUMES for volume in (pod.get("spec") or {}).get("volumes") or [])
+
+
+def _pods_on(rest: Rest, node_name: str) -> list[dict]:
+    return rest.request("GET", PODS.path(), query={"fieldSelector": f"spec.nodeName={node_name}"}).get("items", [])
+
+
+def held_by(rest: Rest, node_name: str, mirror_annotation: str) -> str:
+    """What of the old incarnation still holds storage the Node had, said in words ("" when nothing): its pods with
+    volumes to detach (the out-of-service taint has them deleted and force-removed) and its volume attachments.
+    Other pods are not waited for: most node agents tolerate every taint and never leave, and what they mount lives
+    and dies with the node (docs/fencing.md#one-cycle); mirror pods (those bearing `mirror_annotation`) are the
+    kubelet's own."""
+    left = [p for p in _pods_on(rest, node_name)
+            if mirror_annotation not in (p["metadata"].get("annotations") or {}) and _holds_storage(p)]
+    attached = volume_attachments(rest, node_name)
+    parts = []
+    if left:
+        parts.append(f"{len(left)} pod(s) with volumes")
+    if attached:
+        parts.append(f"{len(attached)} volume attachment(s)")
+    return " and ".join(parts)
+
+
+def force_delete_pods(rest: Rest, node_name: str) -> None:
+    """Delete every pod of the Node at once (grace 0): its VM is confirmed off, nothing of them runs any more."""
+    for pod in _pods_on(rest, node_name):
+        meta = pod["metadata"]
+        try:
+            rest.request("DELETE", PODS.path(meta["namespace"], meta["name"]), body={"gracePeriodSeconds": 0})
+        except Exception as e:
+            if not is_not_found(e):
+                raise
+
+
+def add_taint(rest: Rest, node: dict | None, taint: dict[str, str]) -> None:
+    """Add `taint` to `node` (as read) unless a taint of its key and effect is there already. Raises TaintsChanged
+    when its taints changed since it was read."""
+    if node is None:
+        return
+    taints = list((node.get("spec") or {}).get("taints") or [])
+    if any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"] for t in taints):
+        return
+    patch_taints(rest, node["metadata"]["name"], taints, [*taints, taint])
+
+
+def remove_taints(rest: Rest, node_name: str, keys: tuple[str, ...]) -> None:
+    """Remove the Node's taints of `keys`. The Node is read afresh, not from a cache: a pass that tainted it a
+    moment ago and then ends must see its own taint, which an informer may not have brought yet. Raises
+    TaintsChanged when its taints changed between the read and the patch."""
+    if not node_name:
+        return
+    try:
+        node = rest.get(NODES, node_name)
+    except Exception as e:
+        if is_not_found(e):
+            return
+        raise
+    taints = list((node.get("spec") or {}).get("taints") or [])
+    kept = [t for t in taints if t.get("key") not in keys]
+    if len(kept) != len(taints):
+        patch_taints(rest, node_name, taints, kept)

@@ -26,28 +26,35 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ovirtsdk4 import types
 
 from hack.ovirtsim import guest, statemachine
+from hack.ovirtsim.engine import Engine
 from hack.ovirtsim.faults import FaultRule
 from hack.ovirtsim.resources.disks import occupy
 from hack.ovirtsim.seed import add_host
 from hack.ovirtsim.store import Store
 
-if TYPE_CHECKING:
-    from hack.ovirtsim.server import Simulator
-
 Reply = tuple[int, Any]
 
 
+class SimulatorView(Protocol):
+    """What the control API needs of the simulator serving it (server.Simulator, which imports this module to
+    serve it): the engine it drives, and how clients reach the simulator."""
+
+    engine: Engine
+
+    def describe(self) -> dict[str, Any]: ...
+
+
 class ControlApi:
-    def __init__(self, sim: "Simulator") -> None:
+    def __init__(self, sim: SimulatorView) -> None:
         self.sim = sim
 
     @property
-    def engine(self):  # type: ignore[no-untyped-def]
+    def engine(self) -> Engine:
         return self.sim.engine
 
     def handle(self, method: str, path: str, query: dict[str, str], body: bytes) -> Reply:

@@ -27,17 +27,16 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ovirtsdk4 import types
 
 from hack.ovirtsim.errors import Msg, conflict
 from hack.ovirtsim.real_guests import RealGuests
+from hack.ovirtsim.router import EngineView
+from hack.ovirtsim.scheduler import vm_vcpus
 from hack.ovirtsim.statemachine import GUEST_RUNNING
 from hack.ovirtsim.store import InitMode, Store, VmRuntime, href
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 log = logging.getLogger("ovirtsim.guest")
 
@@ -234,7 +233,7 @@ class NodeAgent:
     `NODE_WRITERS` threads write it. Real kubelets are independent machines: a thousand guests booting together
     register together, not one after another behind a single writer."""
 
-    def __init__(self, engine: "Engine", kubeconfig: str) -> None:
+    def __init__(self, engine: EngineView, kubeconfig: str) -> None:
         self.engine = engine
         self.kubeconfig = kubeconfig
         self._nodes: dict[str, _NodeState] = {}
@@ -272,8 +271,6 @@ class NodeAgent:
                 log.exception("node sync")
 
     def _views(self) -> list[_GuestView]:
-        from hack.ovirtsim.scheduler import vm_vcpus
-
         store = self.engine.store
         now = time.time()
         views = []

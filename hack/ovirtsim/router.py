@@ -10,13 +10,14 @@ import re
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
+
+from ovirtsdk4 import types
 
 from hack.ovirtsim import xmlio
+from hack.ovirtsim.config import Timings
 from hack.ovirtsim.errors import ApiError
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
+from hack.ovirtsim.store import Store
 
 _CORRELATION_STRIP = re.compile(r"[^0-9a-zA-Z_-]")
 
@@ -75,7 +76,18 @@ class ApiResponse:
         return resp
 
 
-Handler = Callable[["Engine", ApiRequest], ApiResponse]
+class EngineView(Protocol):
+    """What a handler (resources/) and the guests' node agent see of the engine: its store, its timings (replaced
+    whole when the control API overrides them, so read through the engine each time) and its jobs. Here, beside
+    the request and response, so that neither imports engine.py, which imports them to serve the routes."""
+
+    store: Store
+    timings: Timings
+
+    def add_job(self, req: ApiRequest, description: str, duration: float = 0.0) -> types.Job: ...
+
+
+Handler = Callable[[EngineView, ApiRequest], ApiResponse]
 
 
 @dataclass

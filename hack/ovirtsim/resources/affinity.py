@@ -6,20 +6,15 @@ Adding a VM answers 200 with the `<vm>` reference (current engine); a duplicate 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ovirtsdk4 import types
 
 from hack.ovirtsim.errors import Msg, bad_parameters, incomplete, not_found
 from hack.ovirtsim.resources.common import entity, get_or_404, listing, merge, ref, removed, resolve, shallow
-from hack.ovirtsim.router import ApiRequest, ApiResponse, route
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.store import Store, href, new_id
 
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
-
-def _group(engine: "Engine", req: ApiRequest) -> tuple[types.Cluster, types.AffinityGroup]:
+def _group(engine: EngineView, req: ApiRequest) -> tuple[types.Cluster, types.AffinityGroup]:
     store = engine.store
     cluster = get_or_404(store.clusters, req.params["cluster"])
     return cluster, get_or_404(store.affinity_groups, req.params["group"], cluster.id)
@@ -50,7 +45,7 @@ def present(store: Store, group: types.AffinityGroup) -> types.AffinityGroup:
 
 
 @route("GET", "/clusters/{cluster}/affinitygroups")
-def list_groups(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_groups(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     cluster = get_or_404(store.clusters, req.params["cluster"])
     return listing(engine, req, [present(store, g) for g in store.affinity_groups.children(cluster.id)],
@@ -58,7 +53,7 @@ def list_groups(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("POST", "/clusters/{cluster}/affinitygroups")
-def add_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_group(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     cluster = get_or_404(store.clusters, req.params["cluster"])
     group: types.AffinityGroup = req.parse(types.AffinityGroup)
@@ -77,13 +72,13 @@ def add_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/clusters/{cluster}/affinitygroups/{group}")
-def get_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_group(engine: EngineView, req: ApiRequest) -> ApiResponse:
     _, group = _group(engine, req)
     return entity(present(engine.store, group))
 
 
 @route("PUT", "/clusters/{cluster}/affinitygroups/{group}")
-def update_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def update_group(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     cluster, group = _group(engine, req)
     patch: types.AffinityGroup = req.parse(types.AffinityGroup)
@@ -98,7 +93,7 @@ def update_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/clusters/{cluster}/affinitygroups/{group}")
-def remove_group(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_group(engine: EngineView, req: ApiRequest) -> ApiResponse:
     cluster, group = _group(engine, req)
     engine.store.affinity_groups.remove(group.id, cluster.id)
     return removed()
@@ -115,7 +110,7 @@ def _member(store: Store, cluster: types.Cluster, group: types.AffinityGroup | N
 
 
 @route("GET", "/clusters/{cluster}/affinitygroups/{group}/vms")
-def list_members(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_members(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     _, group = _group(engine, req)
     members = []
@@ -129,7 +124,7 @@ def list_members(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("POST", "/clusters/{cluster}/affinitygroups/{group}/vms")
-def add_member(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_member(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     cluster, group = _group(engine, req)
     given: types.Vm = req.parse(types.Vm)
@@ -142,7 +137,7 @@ def add_member(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/clusters/{cluster}/affinitygroups/{group}/vms/{vm}")
-def remove_member(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_member(engine: EngineView, req: ApiRequest) -> ApiResponse:
     _, group = _group(engine, req)
     if not any(m.id == req.params["vm"] for m in (group.vms or [])):
         raise not_found()

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ovirtsdk4 import types
 
 from hack.ovirtsim import search, xmlio
 from hack.ovirtsim.errors import ApiError, entity_not_found, not_found
-from hack.ovirtsim.router import ApiRequest, ApiResponse
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView
 from hack.ovirtsim.store import Store, Table, href
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 # The view of a row as rendered: (row, follow paths) -> object to write.
 Presenter = Callable[[Any, list[str]], Any]
@@ -46,6 +43,11 @@ def get_or_404(table: Table, id_: str, parent: str = "") -> Any:
     return obj
 
 
+def vm_or_404(engine: EngineView, req: ApiRequest) -> types.Vm:
+    """The VM a `/vms/{vm}/...` path names (vms.py and vm_devices.py both serve such paths)."""
+    return get_or_404(engine.store.vms, req.params["vm"])
+
+
 def resolve(store: Store, table: str, cls_name: str, given: Any, parent: str = "") -> Any:
     """A reference inside a request body, by id or name; unknown -> 404 `Entity not found: Cluster: name=x`."""
     if given is None:
@@ -63,7 +65,7 @@ def resolve(store: Store, table: str, cls_name: str, given: Any, parent: str = "
     return None
 
 
-def listing(engine: "Engine", req: ApiRequest, objs: Iterable[Any], root: str,
+def listing(engine: EngineView, req: ApiRequest, objs: Iterable[Any], root: str,
             fields: dict[str, search.FieldGetter] | None = None,
             present: Presenter | None = None) -> ApiResponse:
     """`GET` of a collection: `search` (if the collection supports it), `max`, then `present` (the view of each

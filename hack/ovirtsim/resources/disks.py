@@ -8,18 +8,13 @@ with the engine's low-space message (error type CONFLICT, inferred).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from ovirtsdk4 import types
 
 from hack.ovirtsim.errors import ApiError, Msg, bad_parameters, conflict
 from hack.ovirtsim.resources.common import (entity, get_or_404, listing, ref, removed, require, resolve)
-from hack.ovirtsim.router import ApiRequest, ApiResponse, route
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.statemachine import VmAction, check
 from hack.ovirtsim.store import Store, href, new_id
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 MiB = 1024 ** 2
 GiB = 1024 ** 3
@@ -90,7 +85,7 @@ def check_space(store: Store, plans: list[DiskPlan], action: str, kind: str) -> 
             raise conflict(Msg.low_space(action, kind, sd.name))
 
 
-def create_disk(engine: "Engine", plan: DiskPlan, lock_for: float, extra: types.Disk | None = None) -> types.Disk:
+def create_disk(engine: EngineView, plan: DiskPlan, lock_for: float, extra: types.Disk | None = None) -> types.Disk:
     """Create the disk `locked`; it becomes `ok` after `lock_for` seconds (docs/compatibility.md#disks)."""
     store = engine.store
     spec = plan.spec or types.Disk()
@@ -110,7 +105,7 @@ def create_disk(engine: "Engine", plan: DiskPlan, lock_for: float, extra: types.
     return disk
 
 
-def purge(engine: "Engine", disk_id: str) -> None:
+def purge(engine: EngineView, disk_id: str) -> None:
     """The disk's image is deleted: the row goes and its space is freed."""
     store = engine.store
     disk = store.disks.remove(disk_id)
@@ -127,7 +122,7 @@ def _attachment_parents(store: Store, disk_id: str) -> list[str]:
     return [da.vm.id for da in store.vm_disk_attachments.with_id(disk_id)]
 
 
-def extend(engine: "Engine", disk: types.Disk, new_size: int) -> None:
+def extend(engine: EngineView, disk: types.Disk, new_size: int) -> None:
     """Grow a disk (docs/compatibility.md#disks): locked while ExtendImageSize runs; shrinking is a 400."""
     store = engine.store
     if disk.status is types.DiskStatus.LOCKED:
@@ -151,7 +146,7 @@ def extend(engine: "Engine", disk: types.Disk, new_size: int) -> None:
     store.schedule(engine.timings.disk_extend, "disk", disk.id, types.DiskStatus.OK.value)
 
 
-def new_floating_disk(engine: "Engine", req: ApiRequest, spec: types.Disk, action: str = "add") -> types.Disk:
+def new_floating_disk(engine: EngineView, req: ApiRequest, spec: types.Disk, action: str = "add") -> types.Disk:
     """`POST /disks`, and the disk part of create-and-attach: mandatory format, size and storage domain."""
     store = engine.store
     require(spec.format, "Disk", "format", action)
@@ -174,23 +169,23 @@ def new_floating_disk(engine: "Engine", req: ApiRequest, spec: types.Disk, actio
 
 # -- /disks ------------------------------------------------------------------------------------------------
 @route("GET", "/disks")
-def list_disks(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_disks(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.disks.all(), "disks", disk_fields(engine.store))
 
 
 @route("POST", "/disks")
-def add_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_disk(engine: EngineView, req: ApiRequest) -> ApiResponse:
     disk = new_floating_disk(engine, req, req.parse(types.Disk))
     return entity(disk, status=202, location=True)
 
 
 @route("GET", "/disks/{disk}")
-def get_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_disk(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.disks, req.params["disk"]), req)
 
 
 @route("PUT", "/disks/{disk}")
-def update_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def update_disk(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     disk = get_or_404(store.disks, req.params["disk"])
     patch = req.parse(types.Disk)
@@ -207,7 +202,7 @@ def update_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/disks/{disk}")
-def remove_disk(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_disk(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     disk = get_or_404(store.disks, req.params["disk"])
     if disk.status is types.DiskStatus.LOCKED:

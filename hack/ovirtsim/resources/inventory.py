@@ -4,21 +4,18 @@ profiles, templates, instance types, tags and jobs (docs/compatibility.md#listin
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ovirtsdk4 import types
 
 from hack.ovirtsim import xmlio
 from hack.ovirtsim.errors import Msg, bad_parameters, conflict, incomplete
 from hack.ovirtsim.resources.common import entity, get_or_404, listing, ref, removed, resolve, shallow, wants
-from hack.ovirtsim.router import ApiRequest, ApiResponse, route
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.scheduler import free_memory, vms_on_host
 from hack.ovirtsim.seed import BLANK_ID, ROOT_TAG_ID
 from hack.ovirtsim.statemachine import RUNNING
 from hack.ovirtsim.store import Store, href, new_id
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 PRODUCT_VERSION = types.Version(major=4, minor=5, build=7, revision=0, full_version="4.5.7-1.el9")
 _INSTANCE_ID = "c0ffee00-0000-4000-8000-000000000001"
@@ -44,7 +41,7 @@ def _dc_name(store: Store, dc_refs: list[Any]) -> list[str]:
 
 # -- API root ----------------------------------------------------------------------------------------------
 @route("GET", "/")
-def api_root(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def api_root(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     blank = types.Template(id=BLANK_ID)
     blank.href = href("templates", BLANK_ID)
@@ -72,24 +69,24 @@ def api_root(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 # -- data centers, clusters, hosts -------------------------------------------------------------------------
 @route("GET", "/datacenters")
-def list_dcs(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_dcs(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.data_centers.all(), "data_centers", _named(engine.store))
 
 
 @route("GET", "/datacenters/{dc}")
-def get_dc(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_dc(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.data_centers, req.params["dc"]))
 
 
 @route("GET", "/clusters")
-def list_clusters(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_clusters(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = dict(_named(store), datacenter=lambda c: _dc_name(store, [c.data_center] if c.data_center else []))
     return listing(engine, req, store.clusters.all(), "clusters", fields)
 
 
 @route("GET", "/clusters/{cluster}")
-def get_cluster(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_cluster(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.clusters, req.params["cluster"]))
 
 
@@ -103,7 +100,7 @@ def present_host(store: Store, host: types.Host) -> types.Host:
 
 
 @route("GET", "/hosts")
-def list_hosts(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_hosts(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = dict(_named(store), cluster=lambda h: _cluster_name(store, h), address=lambda h: h.address,
                   datacenter=lambda h: _dc_name(store, [c.data_center for c in [store.clusters.get(h.cluster.id)]
@@ -113,14 +110,14 @@ def list_hosts(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/hosts/{host}")
-def get_host(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_host(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     return entity(present_host(store, get_or_404(store.hosts, req.params["host"])))
 
 
 # -- storage -----------------------------------------------------------------------------------------------
 @route("GET", "/storagedomains")
-def list_sds(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_sds(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = dict(_named(store), datacenter=lambda sd: _dc_name(store, sd.data_centers or []),
                   type=lambda sd: sd.type)
@@ -128,12 +125,12 @@ def list_sds(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/storagedomains/{sd}")
-def get_sd(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_sd(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.storage_domains, req.params["sd"]))
 
 
 @route("GET", "/storagedomains/{sd}/disks")
-def list_sd_disks(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_sd_disks(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     sd = get_or_404(store.storage_domains, req.params["sd"])
     disks = [d for d in store.disks.all() if any(r.id == sd.id for r in (d.storage_domains or []))]
@@ -142,30 +139,30 @@ def list_sd_disks(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 # -- networks ----------------------------------------------------------------------------------------------
 @route("GET", "/networks")
-def list_networks(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_networks(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.networks.all(), "networks", _named(engine.store))
 
 
 @route("GET", "/networks/{network}")
-def get_network(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_network(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.networks, req.params["network"]))
 
 
 @route("GET", "/networks/{network}/vnicprofiles")
-def list_network_profiles(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_network_profiles(engine: EngineView, req: ApiRequest) -> ApiResponse:
     net = get_or_404(engine.store.networks, req.params["network"])
     return listing(engine, req, [p for p in engine.store.vnic_profiles.all() if p.network.id == net.id],
                    "vnic_profiles")
 
 
 @route("GET", "/vnicprofiles")
-def list_profiles(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_profiles(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """No `search` here, as on the engine: clients filter by name client-side (docs/compatibility.md#listing-and-search)."""
     return listing(engine, req, engine.store.vnic_profiles.all(), "vnic_profiles")
 
 
 @route("GET", "/vnicprofiles/{profile}")
-def get_profile(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_profile(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.vnic_profiles, req.params["profile"]))
 
 
@@ -188,7 +185,7 @@ def _template_follow(store: Store) -> Callable[[Any, list[str]], Any]:
 
 
 @route("GET", "/templates")
-def list_templates(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_templates(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = dict(_named(store), cluster=lambda t: _cluster_name(store, t),
                   datacenter=lambda t: _template_dcs(store, t))
@@ -204,13 +201,13 @@ def _template_dcs(store: Store, template: types.Template) -> list[str]:
 
 
 @route("GET", "/templates/{template}")
-def get_template(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_template(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     return entity(get_or_404(store.templates, req.params["template"]), req, present=_template_follow(store))
 
 
 @route("GET", "/templates/{template}/diskattachments")
-def list_template_das(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_template_das(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     t = get_or_404(store.templates, req.params["template"])
 
@@ -224,46 +221,46 @@ def list_template_das(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/templates/{template}/diskattachments/{disk}")
-def get_template_da(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_template_da(engine: EngineView, req: ApiRequest) -> ApiResponse:
     t = get_or_404(engine.store.templates, req.params["template"])
     return entity(get_or_404(engine.store.template_disk_attachments, req.params["disk"], t.id))
 
 
 @route("GET", "/templates/{template}/nics")
-def list_template_nics(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_template_nics(engine: EngineView, req: ApiRequest) -> ApiResponse:
     t = get_or_404(engine.store.templates, req.params["template"])
     return listing(engine, req, engine.store.template_nics.children(t.id), "nics")
 
 
 @route("GET", "/templates/{template}/graphicsconsoles")
-def list_template_consoles(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_template_consoles(engine: EngineView, req: ApiRequest) -> ApiResponse:
     t = get_or_404(engine.store.templates, req.params["template"])
     return listing(engine, req, engine.store.template_consoles.children(t.id), "graphics_consoles")
 
 
 @route("GET", "/instancetypes")
-def list_instance_types(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_instance_types(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.instance_types.all(), "instance_types", _named(engine.store))
 
 
 @route("GET", "/instancetypes/{it}")
-def get_instance_type(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_instance_type(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.instance_types, req.params["it"]))
 
 
 # -- tags --------------------------------------------------------------------------------------------------
 @route("GET", "/tags")
-def list_tags(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_tags(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.tags.all(), "tags")
 
 
 @route("GET", "/tags/{tag}")
-def get_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.tags, req.params["tag"]))
 
 
 @route("POST", "/tags")
-def add_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     tag: types.Tag = req.parse(types.Tag)
     if not tag.name:
@@ -279,7 +276,7 @@ def add_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/tags/{tag}")
-def remove_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     tag = get_or_404(store.tags, req.params["tag"])
     if tag.id == ROOT_TAG_ID:
@@ -293,7 +290,7 @@ def remove_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 # -- jobs (docs/compatibility.md#correlation-ids) -----------------------------------------------------------------------------------------
 @route("GET", "/jobs")
-def list_jobs(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_jobs(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     fields = {"correlation_id": lambda j: store.runtime.job_correlation.get(j.id), "status": lambda j: j.status,
               "description": lambda j: j.description, "id": lambda j: j.id}
@@ -301,12 +298,12 @@ def list_jobs(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/jobs/{job}")
-def get_job(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_job(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(get_or_404(engine.store.jobs, req.params["job"]))
 
 
 @route("GET", "/jobs/{job}/steps")
-def list_job_steps(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_job_steps(engine: EngineView, req: ApiRequest) -> ApiResponse:
     job = get_or_404(engine.store.jobs, req.params["job"])
     step = types.Step(id=job.id, description=job.description, number=0, type=types.StepEnum.EXECUTING,
                       status=types.StepStatus(job.status.value), start_time=job.start_time, end_time=job.end_time,

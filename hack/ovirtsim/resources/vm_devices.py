@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import copy
 import uuid
-from typing import TYPE_CHECKING
-
 from ovirtsdk4 import types
 
 from hack.ovirtsim import guest
 from hack.ovirtsim.errors import ApiError, Msg, conflict, incomplete
 from hack.ovirtsim.resources import disks as disk_ops
-from hack.ovirtsim.resources.common import (entity, get_or_404, listing, ref, removed, resolve, shallow, wants)
-from hack.ovirtsim.resources.vms import vm_or_404
-from hack.ovirtsim.router import ApiRequest, ApiResponse, route
+from hack.ovirtsim.resources.common import (entity, get_or_404, listing, ref, removed, resolve, shallow, vm_or_404,
+                                            wants)
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.statemachine import VmAction, check
 from hack.ovirtsim.store import Store, href, new_id
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 
 # -- disk attachments --------------------------------------------------------------------------------------
@@ -41,7 +36,7 @@ def attachments_view(store: Store, vm: types.Vm, paths: list[str]) -> list[types
 
 
 @route("GET", "/vms/{vm}/diskattachments")
-def list_attachments(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_attachments(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     return listing(engine, req, store.vm_disk_attachments.children(vm.id), "disk_attachments",
@@ -49,7 +44,7 @@ def list_attachments(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/vms/{vm}/diskattachments/{disk}")
-def get_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_attachment(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     da = get_or_404(store.vm_disk_attachments, req.params["disk"], vm.id)
@@ -57,7 +52,7 @@ def get_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("POST", "/vms/{vm}/diskattachments")
-def add_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_attachment(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """Attach an existing disk (201) or create one and attach it (202, disk `locked` until created)."""
     store = engine.store
     vm = vm_or_404(engine, req)
@@ -92,7 +87,7 @@ def add_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("PUT", "/vms/{vm}/diskattachments/{disk}")
-def update_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def update_attachment(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     row = get_or_404(store.vm_disk_attachments, req.params["disk"], vm.id)
@@ -108,7 +103,7 @@ def update_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/vms/{vm}/diskattachments/{disk}")
-def remove_attachment(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_attachment(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """Default `detach_only=true`: the disk stays as a floating disk (docs/compatibility.md#disks)."""
     store = engine.store
     vm = vm_or_404(engine, req)
@@ -139,7 +134,7 @@ def add_nic_row(store: Store, vm: types.Vm, nic: types.Nic) -> types.Nic:
 
 
 @route("GET", "/vms/{vm}/nics")
-def list_nics(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_nics(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     store = engine.store
 
@@ -153,13 +148,13 @@ def list_nics(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/vms/{vm}/nics/{nic}")
-def get_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_nic(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     return entity(get_or_404(engine.store.vm_nics, req.params["nic"], vm.id))
 
 
 @route("POST", "/vms/{vm}/nics")
-def add_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_nic(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     nic: types.Nic = req.parse(types.Nic)
@@ -176,7 +171,7 @@ def add_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("PUT", "/vms/{vm}/nics/{nic}")
-def update_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def update_nic(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     row = get_or_404(store.vm_nics, req.params["nic"], vm.id)
@@ -191,7 +186,7 @@ def update_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/vms/{vm}/nics/{nic}")
-def remove_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_nic(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     row = get_or_404(store.vm_nics, req.params["nic"], vm.id)
@@ -204,14 +199,14 @@ def remove_nic(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/vms/{vm}/nics/{nic}/reporteddevices")
-def nic_reported_devices(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def nic_reported_devices(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     get_or_404(engine.store.vm_nics, req.params["nic"], vm.id)
     return listing(engine, req, guest.reported_devices(engine.store, vm, req.params["nic"]), "reported_devices")
 
 
 @route("GET", "/vms/{vm}/reporteddevices")
-def vm_reported_devices(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def vm_reported_devices(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     return listing(engine, req, guest.reported_devices(engine.store, vm), "reported_devices")
 
@@ -230,13 +225,13 @@ def tags_of(store: Store, vm: types.Vm) -> list[types.Tag]:
 
 
 @route("GET", "/vms/{vm}/tags")
-def list_vm_tags(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_vm_tags(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     return listing(engine, req, tags_of(engine.store, vm), "tags")
 
 
 @route("POST", "/vms/{vm}/tags")
-def add_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_vm_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """Assign by id or name; the tag must exist (the installer creates it, docs/compatibility.md#creating-a-vm)."""
     store = engine.store
     vm = vm_or_404(engine, req)
@@ -252,7 +247,7 @@ def add_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/vms/{vm}/tags/{tag}")
-def get_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_vm_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     for tag in tags_of(engine.store, vm):
         if tag.id == req.params["tag"]:
@@ -261,7 +256,7 @@ def get_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/vms/{vm}/tags/{tag}")
-def remove_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_vm_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     assigned = engine.store.runtime.vm_tags.get(vm.id, [])
     if req.params["tag"] not in assigned:
@@ -272,19 +267,19 @@ def remove_vm_tag(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 # -- graphics consoles -------------------------------------------------------------------------------------
 @route("GET", "/vms/{vm}/graphicsconsoles")
-def list_consoles(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_consoles(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     return listing(engine, req, engine.store.vm_consoles.children(vm.id), "graphics_consoles")
 
 
 @route("GET", "/vms/{vm}/graphicsconsoles/{console}")
-def get_console(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_console(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_or_404(engine, req)
     return entity(get_or_404(engine.store.vm_consoles, req.params["console"], vm.id))
 
 
 @route("DELETE", "/vms/{vm}/graphicsconsoles/{console}")
-def remove_console(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_console(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """CAPO removes the consoles of high_performance VMs while they are down (docs/compatibility.md#listing-and-search)."""
     vm = vm_or_404(engine, req)
     get_or_404(engine.store.vm_consoles, req.params["console"], vm.id)
@@ -303,7 +298,7 @@ _EMPTY_LISTS = {"numanodes": "vm_numa_nodes", "watchdogs": "watchdogs", "hostdev
 
 def _empty_list_route(segment: str, root: str) -> None:
     @route("GET", f"/vms/{{vm}}/{segment}")
-    def handler(engine: "Engine", req: ApiRequest) -> ApiResponse:
+    def handler(engine: EngineView, req: ApiRequest) -> ApiResponse:
         vm_or_404(engine, req)
         return listing(engine, req, [], root)
 
@@ -313,7 +308,7 @@ for _segment, _root in _EMPTY_LISTS.items():
 
 
 @route("GET", "/vms/{vm}/cdroms")
-def list_cdroms(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_cdroms(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """Every VM has one empty CD-ROM drive (device id all zeros on the engine)."""
     vm = vm_or_404(engine, req)
     cdrom = types.Cdrom(id="00000000-0000-0000-0000-000000000000", vm=ref(vm))
@@ -322,7 +317,7 @@ def list_cdroms(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("GET", "/vms/{vm}/snapshots")
-def list_snapshots(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_snapshots(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """The `Active VM` snapshot every VM has."""
     vm = vm_or_404(engine, req)
     snap = types.Snapshot(id=str(uuid.uuid5(uuid.NAMESPACE_URL, vm.id + "/active")), description="Active VM",

@@ -5,22 +5,20 @@ from __future__ import annotations
 import copy
 import datetime
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ovirtsdk4 import types
 
 from hack.ovirtsim import guest, statemachine
 from hack.ovirtsim.errors import Msg, bad_parameters, conflict, entity_not_found, incomplete
 from hack.ovirtsim.resources import disks as disk_ops
-from hack.ovirtsim.resources.common import (action_done, entity, get_or_404, listing, merge, ref, removed,
-                                            require, resolve, shallow, sub_paths, wants)
-from hack.ovirtsim.router import ApiRequest, ApiResponse, route
+from hack.ovirtsim.resources import vm_devices
+from hack.ovirtsim.resources.common import (action_done, entity, listing, merge, ref, removed,
+                                            require, resolve, shallow, sub_paths, vm_or_404, wants)
+from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.scheduler import pick_host
 from hack.ovirtsim.statemachine import VmAction, check
 from hack.ovirtsim.store import Store, VmRuntime, href, new_id
-
-if TYPE_CHECKING:
-    from hack.ovirtsim.engine import Engine
 
 # VM fields a new VM takes from its template, then from the instance type, unless the request sets them (5.2).
 INHERITED = ("memory", "cpu", "os", "type", "high_availability", "bios", "display", "stateless",
@@ -83,10 +81,8 @@ def vm_fields(store: Store) -> dict:
     }
 
 
-def present(engine: "Engine", vm: types.Vm, paths: list[str] | None = None) -> types.Vm:
+def present(engine: EngineView, vm: types.Vm, paths: list[str] | None = None) -> types.Vm:
     """The VM as rendered: guest-agent fields and followed sub-collections on a copy of the row."""
-    from hack.ovirtsim.resources import vm_devices
-
     store = engine.store
     view = shallow(vm)
     guest.decorate(store, view)
@@ -104,11 +100,7 @@ def present(engine: "Engine", vm: types.Vm, paths: list[str] | None = None) -> t
     return view
 
 
-def vm_or_404(engine: "Engine", req: ApiRequest) -> types.Vm:
-    return get_or_404(engine.store.vms, req.params["vm"])
-
-
-def vm_for_action(engine: "Engine", req: ApiRequest, verb: str) -> types.Vm:
+def vm_for_action(engine: EngineView, req: ApiRequest, verb: str) -> types.Vm:
     """An action on an unknown VM reaches the backend: 400 `[Cannot run VM. VM is not found.]` (docs/compatibility.md#engine-faults-and-retries)."""
     vm = engine.store.vms.get(req.params["vm"])
     if vm is None:
@@ -117,13 +109,13 @@ def vm_for_action(engine: "Engine", req: ApiRequest, verb: str) -> types.Vm:
 
 
 @route("GET", "/vms")
-def list_vms(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def list_vms(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return listing(engine, req, engine.store.vms.all(), "vms", vm_fields(engine.store),
                    present=lambda vm, paths: present(engine, vm, paths))
 
 
 @route("GET", "/vms/{vm}")
-def get_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def get_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return entity(vm_or_404(engine, req), req, present=lambda vm, paths: present(engine, vm, paths))
 
 
@@ -209,7 +201,7 @@ def _inherit(vm: types.Vm, template: types.Template, instance_type: types.Instan
 
 
 @route("POST", "/vms")
-def add_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def add_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store, t = engine.store, engine.timings
     vm: types.Vm = req.parse(types.Vm)
     require(vm.name, "Vm", "name")
@@ -312,11 +304,9 @@ def _attach(store: Store, vm: types.Vm, disk: types.Disk, like: types.DiskAttach
 
 def _copy_template_devices(store: Store, vm: types.Vm, template: types.Template) -> None:
     """The new VM gets the template's NICs (new MACs) and graphics consoles; NICs in the request are ignored."""
-    from hack.ovirtsim.resources.vm_devices import add_nic_row
-
     for tnic in store.template_nics.children(template.id):
-        add_nic_row(store, vm, types.Nic(name=tnic.name, interface=tnic.interface, linked=tnic.linked,
-                                         plugged=tnic.plugged, vnic_profile=copy.copy(tnic.vnic_profile)))
+        vm_devices.add_nic_row(store, vm, types.Nic(name=tnic.name, interface=tnic.interface, linked=tnic.linked,
+                                                    plugged=tnic.plugged, vnic_profile=copy.copy(tnic.vnic_profile)))
     for tgc in store.template_consoles.children(template.id):
         gc = types.GraphicsConsole(id=tgc.id, protocol=tgc.protocol, vm=ref(vm))
         gc.href = href("vms", vm.id, "graphicsconsoles", gc.id)
@@ -324,7 +314,7 @@ def _copy_template_devices(store: Store, vm: types.Vm, template: types.Template)
 
 
 @route("PUT", "/vms/{vm}")
-def update_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def update_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     patch: types.Vm = req.parse(types.Vm)
@@ -345,7 +335,7 @@ def update_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("DELETE", "/vms/{vm}")
-def remove_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def remove_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store
     vm = vm_or_404(engine, req)
     force = req.flag("force")
@@ -394,7 +384,7 @@ def _check_disks_unlocked(store: Store, vm: types.Vm, verb: str) -> None:
 
 
 @route("POST", "/vms/{vm}/start", action=True)
-def start_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def start_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store, t = engine.store, engine.timings
     vm = vm_for_action(engine, req, "run")
     action: types.Action = req.action
@@ -414,7 +404,7 @@ def start_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
     return action_done(job, action)
 
 
-def _stop(engine: "Engine", req: ApiRequest, action: VmAction, graceful: bool) -> ApiResponse:
+def _stop(engine: EngineView, req: ApiRequest, action: VmAction, graceful: bool) -> ApiResponse:
     vm = vm_for_action(engine, req, action.value)
     check(action, vm.status)
     statemachine.begin_stop(engine.store, vm, engine.timings, graceful)
@@ -425,17 +415,17 @@ def _stop(engine: "Engine", req: ApiRequest, action: VmAction, graceful: bool) -
 
 
 @route("POST", "/vms/{vm}/stop", action=True)
-def stop_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def stop_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return _stop(engine, req, VmAction.STOP, graceful=False)
 
 
 @route("POST", "/vms/{vm}/shutdown", action=True)
-def shutdown_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def shutdown_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return _stop(engine, req, VmAction.SHUTDOWN, graceful=True)
 
 
 @route("POST", "/vms/{vm}/reboot", action=True)
-def reboot_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def reboot_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     vm = vm_for_action(engine, req, "reboot")
     check(VmAction.REBOOT, vm.status)
     statemachine.begin_reboot(engine.store, vm, engine.timings)
@@ -444,12 +434,12 @@ def reboot_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
 
 
 @route("POST", "/vms/{vm}/reset", action=True)
-def reset_vm(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def reset_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return reboot_vm(engine, req)
 
 
 @route("POST", "/vms/{vm}/autopincpuandnumanodes", action=True)
-def auto_pin(engine: "Engine", req: ApiRequest) -> ApiResponse:
+def auto_pin(engine: EngineView, req: ApiRequest) -> ApiResponse:
     """Deprecated action the OpenShift actuator calls after create (docs/compatibility.md#creating-a-vm): with `optimize_cpu_settings` the VM
     is resized to its dedicated host's topology leaving one core per socket to the host (resize_and_pin_numa,
     inferred), otherwise the existing topology is pinned."""

@@ -7,14 +7,14 @@ STAMP  := $(VENV)/.installed
 # Three pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
 PYTEST_WORKERS ?= 3
 
-.PHONY: demo test venv system-deps kube-binaries mao-binaries csi-tools promtool java-client images bench-deps
+.PHONY: demo test venv system-deps kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images bench-deps
 .PHONY: crds check-crds lint clean
 
 # The failover scene runs real nodes: they import the images (hack/images, built once and cached).
 demo: venv kube-binaries images
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries csi-tools promtool java-client images
+test: venv kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
@@ -39,6 +39,11 @@ kube-binaries: venv
 # the same cache, see hack/controlplane/mao.py).
 mao-binaries: venv
 	$(PY) -m hack.controlplane.mao >/dev/null
+
+# Cluster API's core manager and clusterctl, for the Cluster API bed (built once into the same cache, see
+# hack/controlplane/capi.py).
+capi-binaries: venv
+	$(PY) -m hack.controlplane.capi >/dev/null
 
 # csi-sanity, external-provisioner and external-attacher, for the CSI driver's tests (built once into the same
 # cache, see hack/controlplane/csi_tools.py); the CSI stubs are generated from csi.proto at the same step.

@@ -14,12 +14,13 @@ from machine_controller.controllers.healthcheck.reconciler import add_machinehea
 from machine_controller.controllers.machineset.reconciler import add_machineset_controller
 from machine_controller.controllers.machineset.capacity_controller import add_machineset_capacity_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
-                                                     add_nodelink_controller, internal_ip_index, name_index,
-                                                     provider_id_index)
+from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+                                                          NodeMachineMatching, internal_ip_index, name_index,
+                                                          provider_id_index)
+from machine_controller.controllers.nodes.nodelink import add_nodelink_controller
 from machine_controller.controllers.nodes.status import cached_node
 from machine_controller.controllers.nodes.lifecycle import (NodeInstanceReconciler, add_node_instance_controller,
-                                                  wake_on_provider_id)
+                                                            wake_on_provider_id)
 from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
@@ -94,6 +95,12 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         return manager.add_informer(Informer(api, MACHINESETS, namespace=config.namespace or None,
                                              resync_period=config.resync_s))
 
+    # Which Machine a Node belongs to and back: one stateless fold over the two stores. Only where this project's
+    # nodelink runs in this process do the Machine and node instance controllers fold its part into their own writes;
+    # beside MAO's nodelink they leave the link to it (docs/architecture.md#matching-nodes-and-machines).
+    matching = NodeMachineMatching(machines.store, nodes.store)
+    folds = matching if "nodelink" in config.controllers else None
+
     events = EventRecorder(api, COMPONENT)
     manager.on_shutdown(events.close)
     mao = MaoCollector()
@@ -108,18 +115,21 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
         # A Machine waiting on its cluster's VM list is woken when the list comes (ovirt/cluster_vm_lists.py).
         actuator.wake_with(machine_queue.add)
         return add_machine_controller(manager, rest, machines, nodes, actuator, events, machine_queue,
-                                      workers=config.workers, mao=mao)
+                                      workers=config.workers, mao=mao, matching=folds)
 
     def node_instance_controller() -> NodeInstanceReconciler:
         node_queue = queue("ovirt-node")
-        reconciler = add_node_instance_controller(manager, rest, nodes, instances, events, node_queue)
-        if "nodelink" in config.controllers:
-            wake_on_provider_id(machines, nodes.store, node_queue)  # the Nodes waiting for it (`link_with` below)
+        reconciler = add_node_instance_controller(manager, rest, nodes, instances, events, node_queue,
+                                                  matching=folds)
+        if folds is not None:
+            wake_on_provider_id(machines, nodes.store, node_queue)  # the Nodes waiting for their Machine's providerID
         return reconciler
 
     adders = {
         "machine": machine_controller,
-        "nodelink": lambda: add_nodelink_controller(manager, rest, machines, nodes, queue("nodelink")),
+        "nodelink": lambda: add_nodelink_controller(
+            manager, rest, machines, nodes, matching, queue("nodelink"),
+            node_part_left_to_provider_id_write="ovirt-nodes" in config.controllers),
         "ovirt-nodes": node_instance_controller,
         "machineset": lambda: add_machineset_controller(manager, rest, machineset_informer(), machines, nodes,
                                                         events, queue("machineset"), mao=mao),
@@ -134,13 +144,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles,
                                      request_timeout_s=config.ovirt_timeout_s)),
     }
-    built = {name: adders[name]() for name in config.controllers}
-    if "nodelink" in built and "ovirt-nodes" in built:
-        built["ovirt-nodes"].link_with(built["nodelink"].node_patch_for_provider_id,
-                                       built["nodelink"].machine_provisioning_for)
-        built["nodelink"].leave_node_part_to_provider_id_write()
-    if "nodelink" in built and "machine" in built:
-        built["machine"].link_with(built["nodelink"].node_for_new_machine)
+    for name in config.controllers:
+        adders[name]()
     return manager
 
 

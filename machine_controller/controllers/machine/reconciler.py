@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 
@@ -34,7 +34,7 @@ from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEM
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.nodes.status import node_ready
 from machine_controller.controllers.nodes.storage import hold_for_volumes, volume_attachments
-from machine_controller.controllers.nodes.nodelink import INDEX_PROVIDER_ID
+from machine_controller.controllers.nodes.matching import INDEX_PROVIDER_ID, NodeMachineMatching
 from machine_controller.controllers.resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
@@ -53,8 +53,13 @@ class MachineTiming:
 
 class MachineReconciler:
     def __init__(self, rest: Rest, machines: Store, actuator: Actuator, events: EventRecorder,
-                 metrics: MachineMetrics, timing: MachineTiming = MachineTiming(), nodes: Store | None = None):
-        """`nodes`: the Node informer's cache, which the drain reads (drain.py)."""
+                 metrics: MachineMetrics, timing: MachineTiming = MachineTiming(), nodes: Store | None = None,
+                 matching: NodeMachineMatching | None = None):
+        """`nodes`: the Node informer's cache, which the drain reads (drain.py). `matching`: given when this
+        project's nodelink runs in the same process (app.py); a Machine whose Node registered before its
+        provisioning ended then gets its nodeRef and the phase Running in the status write that ends the
+        provisioning: one status write instead of two (`Provisioned`, then nodelink's `Running`), the Node found as
+        nodelink would find it (docs/compatibility.md#nodelink, docs/architecture.md#matching-nodes-and-machines)."""
         self._rest = rest
         self._machines = machines
         self._actuator = actuator
@@ -71,14 +76,7 @@ class MachineReconciler:
         # Machines whose Node vanished or stopped being Ready since their last pass: the next pass looks at the
         # instance afresh (`node_lost`).
         self._doubted: set[str] = set()
-        self._node_for: Callable[[str, str | None, list[dict]], dict | None] | None = None
-
-    def link_with(self, node_for_new_machine: Callable[[str, str | None, list[dict]], dict | None]) -> None:
-        """With this project's nodelink in the same process, a Machine whose Node registered before its provisioning
-        ended gets its nodeRef and the phase Running in the status write that ends the provisioning: one status write
-        instead of two (`Provisioned`, then nodelink's `Running`), the Node found as nodelink would find it
-        (docs/compatibility.md#nodelink)."""
-        self._node_for = node_for_new_machine
+        self._matching = matching
 
     # --- entry point ----------------------------------------------------------------------------------------
     def node_lost(self, key: str) -> None:
@@ -266,8 +264,8 @@ class MachineReconciler:
         # (docs/compatibility.md#nodelink).
         phase = MachinePhase.RUNNING if machine.status.node_ref else MachinePhase.PROVISIONED
         node_ref = None
-        if phase == MachinePhase.PROVISIONED and addresses and self._node_for is not None:
-            node = self._node_for(machine.key, st.provider_id, addresses)
+        if phase == MachinePhase.PROVISIONED and addresses and self._matching is not None:
+            node = self._matching.node_for_new_machine(machine.key, st.provider_id, addresses)
             if node is not None:
                 node_ref = {"kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"]}
                 phase = MachinePhase.RUNNING
@@ -524,10 +522,11 @@ def node_lost_handler(machines: Store, reconciler: MachineReconciler, queue: Wor
 
 def add_machine_controller(manager: Manager, rest: Rest, machines: Informer, nodes: Informer, actuator: Actuator,
                            events: EventRecorder, queue: WorkQueue, workers: int,
-                           mao: MaoCollector | None = None) -> MachineReconciler:
-    """`machines` carries the providerID index (nodelink.py), by which a Node's loss reaches its Machine."""
+                           mao: MaoCollector | None = None,
+                           matching: NodeMachineMatching | None = None) -> MachineReconciler:
+    """`machines` carries the providerID index (matching.py), by which a Node's loss reaches its Machine."""
     reconciler = MachineReconciler(rest, machines.store, actuator, events, MachineMetrics.of(manager.registry),
-                                   nodes=nodes.store)
+                                   nodes=nodes.store, matching=matching)
     machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
     nodes.add_handler(node_lost_handler(machines.store, reconciler, queue))
     if mao is not None:

@@ -9,21 +9,21 @@ Unlike the Go controller it replaces, a Node is deleted only when the provider i
 
 from __future__ import annotations
 
-from typing import Callable
-
 import structlog
 
 from api.machine import MachineConditionReason
 from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_mapped, enqueue_object,
                                                    unless_own_write, when_changed)
+from machine_controller.runtime import writes
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
-from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
+from machine_controller.runtime.kube import Rest, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
 from machine_controller.controllers.provider import InstanceNotOwned, Instances
 from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.nodes.matching import NodeMachineMatching, NodePart
 from machine_controller.controllers.nodes.storage import hold_for_volumes
 from machine_controller.controllers.nodes.nodelink import link_wait_left
 from machine_controller.controllers.resources import NODES
@@ -33,29 +33,24 @@ DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instan
 
 
 class NodeInstanceReconciler:
-    def __init__(self, rest: Rest, nodes: Store, instances: Instances, events: EventRecorder):
+    def __init__(self, rest: Rest, nodes: Store, instances: Instances, events: EventRecorder,
+                 matching: NodeMachineMatching | None = None):
+        """`matching`: given when nodelink runs in this process (app.py). Its part of a Node (the Machine
+        annotation, labels, taints) then goes in the write of the providerID when the Machine already has that
+        providerID: one Node write instead of two. A Node registered while its Machine is still being provisioned
+        waits for the Machine's providerID, up to LINK_WAIT_S after its creation, and is woken by it
+        (docs/compatibility.md#node-controllers, docs/architecture.md#matching-nodes-and-machines)."""
         self._rest = rest
         self._nodes = nodes
         self._instances = instances
         self._events = events
+        self._matching = matching
         # The echo of our providerID write: its instance was found a moment ago.
         self.own_writes = OwnWrites()
-        self._link: Callable[[dict, str], dict] | None = None
-        self._machine_provisioning: Callable[[str], bool] | None = None
-
-    def link_with(self, node_patch_for_provider_id: Callable[[dict, str], dict],
-                  machine_provisioning_for: Callable[[str], bool] | None = None) -> None:
-        """With nodelink in this process, its part of a Node (the Machine annotation, labels, taints) goes in the
-        write of the providerID when the Machine already has that providerID: one Node write instead of two. A Node
-        registered while its Machine is still being provisioned (`machine_provisioning_for` its name) waits for the
-        Machine's providerID, up to LINK_WAIT_S after its creation, and is woken by it
-        (docs/compatibility.md#node-controllers)."""
-        self._link = node_patch_for_provider_id
-        self._machine_provisioning = machine_provisioning_for
 
     def _link_wait(self, node: dict) -> float:
         """Seconds this Node without providerID still waits for its Machine's providerID; 0: it does not."""
-        if self._machine_provisioning is None or not self._machine_provisioning(node["metadata"]["name"]):
+        if self._matching is None or not self._matching.machine_provisioning_for(node["metadata"]["name"]):
             return 0.0
         return link_wait_left(node)
 
@@ -80,17 +75,18 @@ class NodeInstanceReconciler:
         if not pid:
             if instance is None:
                 return None  # not an instance of ours (yet); a later Node event brings us back
-            patch: dict = {"spec": {"providerID": instance.provider_id}}
-            linked = self._link(node, instance.provider_id) if self._link is not None else {}
-            for part, fields in linked.items():
-                patch[part] = {**patch.get(part, {}), **fields}
+            part = (self._matching.node_part_for_provider_id(node, instance.provider_id)
+                    if self._matching is not None else NodePart())
             try:
-                self.own_writes.record(self._rest.merge_patch(NODES, name, patch))
-            except Exception as e:
-                if linked and is_conflict(e):
-                    return Result(requeue=True)  # nodelink's part is guarded: the Node changed; look again
-                raise
-            log.info("set node providerID", node=name, provider_id=instance.provider_id, linked=bool(linked))
+                written = writes.write(self._rest, NODES, node, metadata=part.metadata or None,
+                                       spec={**part.spec, "providerID": instance.provider_id}, guarded=bool(part))
+            except writes.Conflict:
+                # Only nodelink's part is guarded (it is read from this Node, and its taints are sent whole): the
+                # Node changed meanwhile; look again, with the queue's backoff, as nodelink does.
+                return Result(requeue=True)
+            if written is not None:
+                self.own_writes.record(written)
+            log.info("set node providerID", node=name, provider_id=instance.provider_id, linked=bool(part))
             return None
         if instance is None:
             # Its volumes first: deleted at once, the Node would leave them attached for Kubernetes' six minutes.
@@ -112,7 +108,7 @@ class NodeInstanceReconciler:
 
 def wake_on_provider_id(machines: Informer, nodes: Store, queue: WorkQueue) -> None:
     """A Machine that gets its providerID wakes the Node of its name that has none yet, which may be waiting for
-    it (`NodeInstanceReconciler.link_with`)."""
+    it (`NodeInstanceReconciler._link_wait`)."""
     def node_of(machine: dict) -> list[str]:
         node = nodes.get(machine["metadata"]["name"])
         return [] if node is None or (node.get("spec") or {}).get("providerID") else [node["metadata"]["name"]]
@@ -120,10 +116,11 @@ def wake_on_provider_id(machines: Informer, nodes: Store, queue: WorkQueue) -> N
 
 
 def add_node_instance_controller(manager: Manager, rest: Rest, nodes: Informer, instances: Instances,
-                                 events: EventRecorder, queue: WorkQueue, workers: int = 2) -> NodeInstanceReconciler:
+                                 events: EventRecorder, queue: WorkQueue, workers: int = 2,
+                                 matching: NodeMachineMatching | None = None) -> NodeInstanceReconciler:
     """A Node is looked up when it appears, when its providerID or readiness changes (an instance that stopped
     or vanished makes its Node NotReady/Unknown), and at every resync; heartbeats alone do not cost a lookup."""
-    reconciler = NodeInstanceReconciler(rest, nodes.store, instances, events)
+    reconciler = NodeInstanceReconciler(rest, nodes.store, instances, events, matching)
     nodes.add_handler(unless_own_write(when_changed(enqueue_object(queue), ("spec", "providerID"), node_ready),
                                        reconciler.own_writes))
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,

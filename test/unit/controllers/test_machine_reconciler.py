@@ -21,8 +21,9 @@ from machine_controller.controllers.provider import (ActuatorError, InstanceNotO
                                                      InvalidMachineConfiguration, MissingDependency, Progress)
 from machine_controller.controllers.machine.reconciler import MachineReconciler, node_lost_handler
 from machine_controller.controllers.machine.metrics import MachineMetrics
-from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeLinkReconciler,
-                                                     internal_ip_index, provider_id_index)
+from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeMachineMatching,
+                                                          internal_ip_index, provider_id_index)
+from machine_controller.controllers.nodes.nodelink import NodeLinkReconciler
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result, settle
 from machine_controller.runtime.informer import Store
@@ -32,7 +33,7 @@ from fakes import FakeActuator, FakeApi, RecordingEvents
 NS = "openshift-machine-api"
 NAME = "worker-0"
 KEY = f"{NS}/{NAME}"
-NODE = NAME  # a Node is named after its VM, and the VM after its Machine (nodelink.py `machine_for`)
+NODE = NAME  # a Node is named after its VM, and the VM after its Machine (matching.py `machine_for`)
 VM = "9f1c2b7e-0000-4000-8000-000000000001"
 PID = f"ovirt://{VM}"
 T0 = "2026-01-01T00:00:00Z"
@@ -171,7 +172,9 @@ class Row:
     check: Callable[[World], None] | None = None
 
 
-def world(row: Row) -> World:
+def world(row: Row, linked: bool = False) -> World:
+    """`linked`: with this project's nodelink in the same process, the Machine controller is handed the
+    Node <-> Machine matching, as app.build does."""
     api = FakeApi()
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
     machines = api.cache(MACHINES, Store(indexers))
@@ -185,7 +188,8 @@ def world(row: Row) -> World:
     actuator = FakeActuator(provision=row.provision, status=row.status, delete=row.delete)
     events = RecordingEvents()
     registry = CollectorRegistry()
-    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics.of(registry), nodes=nodes)
+    reconciler = MachineReconciler(api, machines, actuator, events, MachineMetrics.of(registry), nodes=nodes,
+                                   matching=NodeMachineMatching(machines, nodes) if linked else None)
     return World(api, machines, nodes, actuator, events, registry, reconciler)
 
 
@@ -658,7 +662,8 @@ def test_after_nodelink_wrote_running_with_the_node_ref_the_machine_controller_w
     w = world(row)
     assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned"
-    nodelink = NodeLinkReconciler(w.api, w.nodes, w.machines, MachineMetrics.of(w.registry))
+    nodelink = NodeLinkReconciler(w.api, w.nodes, NodeMachineMatching(w.machines, w.nodes),
+                                  MachineMetrics.of(w.registry))
     assert nodelink.reconcile_quietly(NODE) is None
     assert w.machine()["status"]["phase"] == "Running"
     writes = len(w.api.writes(MACHINES))
@@ -669,9 +674,9 @@ def test_after_nodelink_wrote_running_with_the_node_ref_the_machine_controller_w
 
 def _linked(row: Row) -> tuple[World, NodeLinkReconciler]:
     """The Machine controller with this project's nodelink in the same process, as app.build wires them."""
-    w = world(row)
-    nodelink = NodeLinkReconciler(w.api, w.nodes, w.machines, MachineMetrics.of(w.registry))
-    w.reconciler.link_with(nodelink.node_for_new_machine)
+    w = world(row, linked=True)
+    nodelink = NodeLinkReconciler(w.api, w.nodes, NodeMachineMatching(w.machines, w.nodes),
+                                  MachineMetrics.of(w.registry))
     return w, nodelink
 
 

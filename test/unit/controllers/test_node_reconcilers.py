@@ -13,9 +13,10 @@ from api.meta import format_time, now
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from machine_controller.controllers.provider import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.machine.metrics import MachineMetrics
-from machine_controller.controllers.nodes.nodelink import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID, LINK_WAIT_S,
-                                                     AmbiguousMatch, NodeLinkReconciler, internal_ip_index, name_index,
-                                                     provider_id_index)
+from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
+                                                          AmbiguousMatch, NodeMachineMatching, internal_ip_index,
+                                                          name_index, provider_id_index)
+from machine_controller.controllers.nodes.nodelink import LINK_WAIT_S, NodeLinkReconciler
 from machine_controller.controllers.nodes.status import cached_node, node_ready
 from machine_controller.controllers.nodes.lifecycle import DOWN_RECHECK_S, NodeInstanceReconciler, wake_on_provider_id
 from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
@@ -187,8 +188,8 @@ def machine(name: str, provider_id: str | None = None, ip: str | None = None, de
     return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": meta, "spec": spec, "status": status}
 
 
-def link_world(node_obj: dict, *machine_objs: dict,
-               registry: CollectorRegistry | None = None) -> tuple[NodeLinkReconciler, FakeApi]:
+def link_world(node_obj: dict, *machine_objs: dict, registry: CollectorRegistry | None = None,
+               node_part_left_to_provider_id_write: bool = False) -> tuple[NodeLinkReconciler, FakeApi]:
     api = FakeApi()
     nodes = api.cache(NODES, Store(INDEXERS))
     machines = api.cache(MACHINES, Store({**INDEXERS, INDEX_NAME: name_index}))
@@ -196,7 +197,8 @@ def link_world(node_obj: dict, *machine_objs: dict,
     for m in machine_objs:
         api.seed(MACHINES, m)
     metrics = MachineMetrics(registry if registry is not None else CollectorRegistry())
-    return NodeLinkReconciler(api, nodes, machines, metrics), api
+    return NodeLinkReconciler(api, nodes, NodeMachineMatching(machines, nodes), metrics,
+                              node_part_left_to_provider_id_write), api
 
 
 def node_ref(api: FakeApi, name: str) -> dict | None:
@@ -398,11 +400,10 @@ def test_other_errors_are_not_swallowed():
 
 def linked_world(node_obj: dict, *machine_objs: dict) -> tuple[NodeInstanceReconciler, NodeLinkReconciler, FakeApi]:
     """Both Node controllers of one process over one API, as app.build wires them."""
-    linker, api = link_world(node_obj, *machine_objs)
+    linker, api = link_world(node_obj, *machine_objs, node_part_left_to_provider_id_write=True)
     instances = FakeActuator(find=[NodeInstance(PID, running=True)])
-    reconciler = NodeInstanceReconciler(api, api.cached(NODES), instances, RecordingEvents())
-    reconciler.link_with(linker.node_patch_for_provider_id, linker.machine_provisioning_for)
-    linker.leave_node_part_to_provider_id_write()
+    matching = NodeMachineMatching(api.cached(MACHINES), api.cached(NODES))
+    reconciler = NodeInstanceReconciler(api, api.cached(NODES), instances, RecordingEvents(), matching)
     return reconciler, linker, api
 
 

@@ -362,7 +362,7 @@ class MachineReconciler:
         """The VM is gone, so nothing writes through the Node's volumes any more; but Kubernetes keeps a volume
         attached to a Node that cannot confirm the unmount for six minutes, and a ReadWriteOnce volume (a
         StatefulSet's disk) attaches nowhere else meanwhile. So a Node that still has VolumeAttachments gets the
-        out-of-service taint, and is deleted once they are gone (node_storage.py). None: the Node may go now."""
+        out-of-service taint, and is deleted once they are gone (controllers/nodes/storage.py). None: the Node may go now."""
         attached = volume_attachments(self._rest, node)
         if not attached:
             return None  # the Node, read only for its taints, is not read at all (a thousand reads at N=1000)

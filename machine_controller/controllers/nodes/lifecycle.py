@@ -1,7 +1,7 @@
 """The providerID and node controllers, in the place of a cloud-controller-manager
 (docs/compatibility.md#node-controllers): a new Node gets `spec.providerID` from the instance of its name (the
 autoscaler and nodelink match Nodes to Machines by it), and a Node whose instance is really gone is deleted, once
-Kubernetes has released its volumes (node_storage.py).
+Kubernetes has released its volumes (storage.py).
 
 Unlike the Go controller it replaces, a Node is deleted only when the provider is sure its instance is absent
 (by providerID and by name), never on a failed lookup: an engine outage must not empty the cluster.

@@ -1,6 +1,6 @@
 """Every relative link of the README and docs/ reaches a file of the repository, and every `#anchor` a heading of
-that file, as GitHub renders them; and every `docs/<page>.md#anchor` a code comment cites names a heading there
-(comments cite docs/ for their reasons: a renamed heading must not leave them pointing nowhere)."""
+that file, as GitHub renders them; and every `docs/<page>.md#anchor` the code, the tests or the build files cite names a
+heading there (they cite docs/ for their reasons: a renamed heading must not leave them pointing nowhere)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ def test_every_relative_link_reaches_a_file_and_heading(page: Path) -> None:
 def test_every_docs_anchor_cited_in_code_names_a_heading() -> None:
     broken = set()
     for source in [*ROOT.glob("machine_controller/**/*.py"), *ROOT.glob("api/**/*.py"), *ROOT.glob("hack/**/*.py"),
-                   *ROOT.glob("config/**/*.yaml")]:
+                   *ROOT.glob("test/**/*.py"), *ROOT.glob("config/**/*.yaml"), *ROOT.glob("Makefile"),
+                   *ROOT.glob("Dockerfile"), *ROOT.glob("pyproject.toml")]:
         for page, anchor in _CITED.findall(source.read_text()):
             target = ROOT / "docs" / page
             if not target.exists() or anchor not in _anchors(target):

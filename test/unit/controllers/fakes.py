@@ -417,7 +417,9 @@ class FakePower:
     (verb, VM name), a refused one too (it left); `refuse` makes the next ones raise, `stop_under_way`
     plays a stop of ours the engine is still carrying out (a stop asked for then answers False: nothing was sent),
     `late_stop` a stop of ours that reached the engine after our last start, `owner` the name the VM bears (a call
-    naming another target raises InstanceNotOwned), and a state of None a VM that no longer exists."""
+    naming another target raises InstanceNotOwned), and a state of None a VM that no longer exists. `answers`
+    scripts the next answers to a verb, one per call: True sent, False nothing sent (one of ours still under way),
+    an exception raised after the request left (a lost answer)."""
 
     def __init__(self, state: PowerState | None = PowerState.ON, owner: str | None = None) -> None:
         self.state = state
@@ -425,7 +427,13 @@ class FakePower:
         self.stop_under_way = False
         self.late_stop = False
         self.refuse: dict[str, Exception] = {}  # verb -> what the engine answers instead of taking it
+        self.answers: dict[str, list[bool | Exception]] = {}
         self.sent: list[tuple[str, str]] = []
+
+    @property
+    def verbs(self) -> list[str]:
+        """The verbs of the actions sent, in order."""
+        return [verb for verb, _ in self.sent]
 
     def _own(self, name: str, provider_id: str = "") -> None:
         if self.owner is not None and name != self.owner:
@@ -455,7 +463,12 @@ class FakePower:
 
     def _act(self, verb: str, name: str) -> bool:
         self._own(name)
+        answer = self.answers[verb].pop(0) if self.answers.get(verb) else True
+        if answer is False:
+            return False
         self.sent.append((verb, name))
+        if isinstance(answer, Exception):
+            raise answer
         if verb in self.refuse:
             raise self.refuse[verb]
         return True

@@ -19,7 +19,7 @@ from machine_controller.controllers.remediation.reconciler import RemediationRec
 from machine_controller.controllers.resources import MACHINES, NODES, REMEDIATIONS
 from machine_controller.runtime.informer import Store
 
-from fakes import FakeApi, RecordingEvents
+from fakes import FakeApi, FakePower, RecordingEvents
 
 NS = "openshift-machine-api"
 NAME = "worker-0"
@@ -45,43 +45,7 @@ class LostAnswer(ActuatorError):
     """The client's timeout passed with no answer: the engine may or may not have the request."""
 
 
-class ScriptedPower:
-    """A PowerControl whose VM state a test sets; power actions answer from a script (True: sent, False: one of
-    ours was still under way and nothing was sent, an exception: raised)."""
-
-    def __init__(self, state: PowerState) -> None:
-        self.state = state
-        self.stop_under_way = False
-        self.late_stop = False  # a stop of ours reached the engine after our last start
-        self.answers: dict[str, list] = {"power_off": [], "power_on": []}
-        self.sent: list[str] = []
-
-    def power(self, provider_id: str, name: str) -> Power:
-        return Power(self.state, self.state.value.lower())
-
-    def power_off_under_way(self, provider_id: str, name: str) -> bool:
-        return self.stop_under_way
-
-    def stopped_by_late_power_off(self, provider_id: str, name: str) -> bool:
-        return self.late_stop
-
-    def power_off(self, provider_id: str, name: str) -> bool:
-        return self._answer("power_off")
-
-    def power_on(self, provider_id: str, name: str) -> bool:
-        return self._answer("power_on")
-
-    def _answer(self, verb: str) -> bool:
-        answer = self.answers[verb].pop(0) if self.answers[verb] else True
-        if isinstance(answer, Exception):
-            self.sent.append(verb)  # a lost answer: the request left
-            raise answer
-        if answer:
-            self.sent.append(verb)
-        return answer
-
-
-def world(power: ScriptedPower, status: dict | None = None, timeout_s: int = 600,
+def world(power: FakePower, status: dict | None = None, timeout_s: int = 600,
           power_off_timeout_s: int = 120) -> tuple[RemediationReconciler, FakeApi, RecordingEvents, Clock]:
     api = FakeApi()
     api.cache(REMEDIATIONS, Store())
@@ -124,36 +88,36 @@ def node_ready(api: FakeApi, at: dt.datetime) -> None:
 
 
 def test_a_stop_whose_answer_was_lost_holds_the_start_until_it_can_no_longer_land():
-    power = ScriptedPower(PowerState.ON)
+    power = FakePower(PowerState.ON)
     power.answers["power_off"] = [LostAnswer("no answer within the client's timeout")]
     reconciler, api, events, clock = world(power)
     run(reconciler)
-    assert power.sent == ["power_off"]
+    assert power.verbs == ["power_off"]
     sent_at = T0
 
     # The client gave up; 11 s later nothing shows at the engine, so the stop is sent again and taken at once.
     clock.at(CLIENT_TIMEOUT_S + 11)
     run(reconciler)
-    assert power.sent == ["power_off", "power_off"]
+    assert power.verbs == ["power_off", "power_off"]
     power.state = PowerState.OFF
     clock.at(CLIENT_TIMEOUT_S + 12)
     run(reconciler)
     assert status(api)["phase"] == "ReleasingStorage"
-    assert "power_on" not in power.sent  # the first stop may still be on its way: it would kill the repaired VM
+    assert "power_on" not in power.verbs  # the first stop may still be on its way: it would kill the repaired VM
     assert "may still reach oVirt" in status(api)["message"], status(api)["message"]
 
     clock.at(LANDS_BY_S - 1)
     run(reconciler)
-    assert "power_on" not in power.sent
+    assert "power_on" not in power.verbs
     clock.now = sent_at + dt.timedelta(seconds=LANDS_BY_S)
     run(reconciler)
-    assert power.sent.count("power_on") == 1
+    assert power.verbs.count("power_on") == 1
     assert status(api)["retryCount"] == 1
 
 
-def repaired() -> tuple[ScriptedPower, RemediationReconciler, FakeApi, RecordingEvents, Clock]:
+def repaired() -> tuple[FakePower, RemediationReconciler, FakeApi, RecordingEvents, Clock]:
     """A cycle whose stop and start were taken at once: the VM is up again 5 s in, its Node not yet Ready."""
-    power = ScriptedPower(PowerState.ON)
+    power = FakePower(PowerState.ON)
     reconciler, api, events, clock = world(power)
     run(reconciler)
     power.state = PowerState.OFF
@@ -163,13 +127,13 @@ def repaired() -> tuple[ScriptedPower, RemediationReconciler, FakeApi, Recording
     clock.at(5)
     run(reconciler)
     assert status(api)["phase"] == "WaitingForNode"
-    assert power.sent == ["power_off", "power_on"]
+    assert power.verbs == ["power_off", "power_on"]
     return power, reconciler, api, events, clock
 
 
 def test_a_stop_answered_at_once_does_not_hold_the_start():
     power, _, api, _, _ = repaired()
-    assert power.sent == ["power_off", "power_on"]
+    assert power.verbs == ["power_off", "power_on"]
     assert "powerOffMayLandUntil" not in status(api)  # the engine answered: nothing of ours is on its way
 
 
@@ -183,7 +147,7 @@ def test_a_vm_stopped_by_our_own_late_stop_after_the_start_is_started_again_in_t
     assert ("Warning", "LatePowerOff") in events.reasons()
     power.late_stop = False  # the start sent again is the last action of ours now
     run(reconciler)
-    assert power.sent == ["power_off", "power_on", "power_on"]
+    assert power.verbs == ["power_off", "power_on", "power_on"]
     power.state = PowerState.ON
     clock.at(45)
     run(reconciler)
@@ -202,18 +166,18 @@ def test_a_vm_down_after_the_start_without_a_late_stop_of_ours_is_not_started_ag
     clock.at(40)
     run(reconciler)
     assert status(api)["phase"] == "WaitingForNode"
-    assert power.sent == ["power_off", "power_on"]
+    assert power.verbs == ["power_off", "power_on"]
 
 
 def test_a_start_whose_answer_was_lost_does_not_end_the_cycle_before_it_can_land():
     """The cycle's timeout equals the client's: the start is held in transit, the client gives up just as the
     timeout passes. The cycle waits until the start can no longer land, and the Node's timeout runs from when the
     VM was seen starting."""
-    power = ScriptedPower(PowerState.OFF)
+    power = FakePower(PowerState.OFF)
     power.answers["power_on"] = [LostAnswer("no answer within the client's timeout")]
     reconciler, api, events, clock = world(power, timeout_s=int(CLIENT_TIMEOUT_S))
     run(reconciler)
-    assert power.sent == ["power_on"]
+    assert power.verbs == ["power_on"]
     clock.at(CLIENT_TIMEOUT_S + 0.5)
     run(reconciler, passes=1)
     assert status(api)["phase"] == "PoweringOn", status(api)
@@ -235,7 +199,7 @@ def test_a_start_whose_answer_was_lost_does_not_end_the_cycle_before_it_can_land
 
 def test_a_start_the_engine_never_takes_still_ends_the_cycle():
     """Refusals are answers: nothing is on its way, and the cycle ends at its own timeout."""
-    power = ScriptedPower(PowerState.OFF)
+    power = FakePower(PowerState.OFF)
     power.answers["power_on"] = [ActionRefused("no host") for _ in range(100)]
     reconciler, api, events, clock = world(power, timeout_s=30)
     for second in range(0, 40, 3):
@@ -248,15 +212,15 @@ def test_a_start_the_engine_never_takes_still_ends_the_cycle():
 
 
 def test_a_stop_already_under_way_at_the_engine_is_reported_as_not_sent_with_the_real_wait():
-    power = ScriptedPower(PowerState.ON)
+    power = FakePower(PowerState.ON)
     reconciler, api, events, clock = world(power, power_off_timeout_s=30)
     run(reconciler)
-    assert power.sent == ["power_off"]
+    assert power.verbs == ["power_off"]
     power.stop_under_way = True
     power.answers["power_off"] = [False, False]
     clock.at(47)
     run(reconciler, passes=1)
-    assert power.sent == ["power_off"]
+    assert power.verbs == ["power_off"]
     slow = [r for r in events.recorded if r.reason == "PowerOffSlow"]
     assert slow, events.reasons()
     assert "47s" in slow[-1].message and "sending it again" not in slow[-1].message, slow[-1].message
@@ -265,12 +229,12 @@ def test_a_stop_already_under_way_at_the_engine_is_reported_as_not_sent_with_the
 
 
 def test_the_stop_sent_again_after_the_power_off_timeout_says_so_with_the_real_wait():
-    power = ScriptedPower(PowerState.ON)
+    power = FakePower(PowerState.ON)
     reconciler, api, events, clock = world(power, power_off_timeout_s=30)
     run(reconciler)
     clock.at(52)
     run(reconciler, passes=1)
-    assert power.sent == ["power_off", "power_off"]
+    assert power.verbs == ["power_off", "power_off"]
     slow = [r for r in events.recorded if r.reason == "PowerOffSlow"]
     assert slow and "52s" in slow[-1].message and "sent it again" in slow[-1].message, [r.message for r in slow]
 
@@ -286,7 +250,7 @@ def test_a_node_ready_again_loses_the_taint_put_on_in_the_same_pass():
     the next pass taints the Node, then finds it Ready again and ends Skipped. The taint it put on a moment before
     is not in the informer's cache yet, so the Node is read afresh for its removal: a Node left NoSchedule after a
     request that did nothing was seen in an e2e run (docs/fencing.md#the-safety-rules-the-code-keeps)."""
-    power = ScriptedPower(PowerState.ON)
+    power = FakePower(PowerState.ON)
     reconciler, api, events, clock = world(power, status={
         "phase": "PoweringOff", "retryCount": 1, "nodeName": NODE, "lastRemediated": format_time(T0),
         "powerOffRequested": format_time(T0)})
@@ -296,5 +260,5 @@ def test_a_node_ready_again_loses_the_taint_put_on_in_the_same_pass():
     clock.at(60)
     run(reconciler, passes=1)
     assert status(api)["phase"] == "Skipped", status(api)
-    assert power.sent == []
+    assert power.verbs == []
     assert not (api.object(NODES, NODE)["spec"].get("taints") or []), api.object(NODES, NODE)["spec"]

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from ovirtsdk4 import types
 
+from hack.ovirtsim import cloud_config
 from hack.ovirtsim.errors import Msg, conflict
 from hack.ovirtsim.real_guests import RealGuests
 from hack.ovirtsim.router import EngineView
@@ -91,6 +92,12 @@ def boot(vm: types.Vm, action: types.Action, rt: VmRuntime) -> bool:
         rt.init_mode = mode.value
         rt.init_payload = payload
     if not is_ignition_os(vm):
+        # A cloud-init image (a Kubernetes node image) runs a cloud-config once, at its first boot, and joins with
+        # the kubelet flags it writes (cloud_config.py); anything else boots without joining.
+        config = cloud_config.parse(payload, vm.id) if mode is InitMode.CLOUD_INIT else None
+        if config is not None:
+            rt.provisioned = True
+            rt.kubelet_provider_id = cloud_config.kubelet_provider_id(config)
         return True
     if mode is InitMode.IGNITION and ignition_valid(payload):
         rt.provisioned = True
@@ -211,6 +218,7 @@ class _GuestView:
     memory: int
     template: str | None  # the VM's template id: its guests may be real nodes (real_guests.py)
     cut_off: bool = False  # the engine lost its host (`unknown`): the guest may run on, unreachable
+    provider_id: str | None = None  # the kubelet's --provider-id, registered with the Node
 
 
 @dataclass
@@ -285,7 +293,8 @@ class NodeAgent:
                                         and rt.graceful_stop,
                                         guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0,
                                         vm.template.id if vm.template else None,
-                                        rt.provisioned and vm.status is types.VmStatus.UNKNOWN))
+                                        rt.provisioned and vm.status is types.VmStatus.UNKNOWN,
+                                        rt.kubelet_provider_id))
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
@@ -432,7 +441,8 @@ class NodeAgent:
                 "kubernetes.io/hostname": view.node, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
                 "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
                 "node.openshift.io/os_id": "rhcos"}},
-            "spec": {},
+            # A kubelet started with --provider-id registers it; the field cannot be changed once set.
+            "spec": {"providerID": view.provider_id} if view.provider_id else {},
             "status": dict(status, capacity=capacity, allocatable=allocatable, nodeInfo={
                 "machineID": view.vm_id.replace("-", ""), "systemUUID": view.vm_id, "bootID": boot[:36],
                 "kernelVersion": "5.14.0-427.el9.x86_64", "osImage": "Red Hat Enterprise Linux CoreOS 416.94",

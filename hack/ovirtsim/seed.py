@@ -1,6 +1,7 @@
 """The default inventory of a fresh engine: what an oVirt installation for OpenShift has before the installer runs
 its first Machine (one data center and cluster, hosts with capacity, NFS and iSCSI storage, the management network
-and its vNIC profile, the Blank template, an RHCOS template with one disk, the default instance types).
+and its vNIC profile, the Blank template, an RHCOS template and a cloud-init Kubernetes node image with one disk
+each, the default instance types).
 
 Seeded ids are stable (name-based UUIDs) so logs and test failures read the same from run to run.
 """
@@ -17,6 +18,8 @@ from hack.ovirtsim.store import StorageRuntime, Store, href
 BLANK_ID = "00000000-0000-0000-0000-000000000000"
 ROOT_TAG_ID = "00000000-0000-0000-0000-000000000000"
 RHCOS_TEMPLATE_NAME = "rhcos"
+# A cloud-init node image, as Cluster API users build with image-builder: its guests join by cloud-config (guest.py).
+KUBE_NODE_TEMPLATE_NAME = "ubuntu-2404-kube"
 CLUSTER_NAME = "Default"
 GiB = 1024 ** 3
 MiB = 1024 ** 2
@@ -98,39 +101,10 @@ def seed(store: Store, hosts: int = 3) -> None:
         high_availability=types.HighAvailability(enabled=False, priority=0),
         version=types.TemplateVersion(version_number=1)), "templates"))
 
-    rhcos_id = stable_id("template", RHCOS_TEMPLATE_NAME)
-    rhcos_ref = _ref(types.Template, "templates", rhcos_id)
-    store.templates.put(_with_href(types.Template(
-        id=rhcos_id, name=RHCOS_TEMPLATE_NAME, description="Red Hat Enterprise Linux CoreOS",
-        status=types.TemplateStatus.OK, memory=16 * GiB,
-        memory_policy=types.MemoryPolicy(guaranteed=16 * GiB, max=64 * GiB, ballooning=True),
-        cpu=types.Cpu(architecture=types.Architecture.X86_64,
-                      topology=types.CpuTopology(sockets=1, cores=4, threads=1)),
-        os=types.OperatingSystem(type="rhcos_x64", boot=types.Boot(devices=[types.BootDevice.HD])),
-        type=types.VmType.SERVER, stateless=False, delete_protected=False, creation_time=now,
-        high_availability=types.HighAvailability(enabled=False, priority=0),
-        cluster=cluster_ref, version=types.TemplateVersion(version_number=1)), "templates"))
-    disk_id = stable_id("disk", "rhcos")
-    sd_ref = _ref(types.StorageDomain, "storagedomains", stable_id("sd", "nfs-data"))
-    store.disks.put(_with_href(types.Disk(
-        id=disk_id, name="rhcos", alias="rhcos", description="RHCOS image", provisioned_size=16 * GiB,
-        actual_size=int(2.5 * GiB), total_size=int(2.5 * GiB), format=types.DiskFormat.COW, sparse=True,
-        status=types.DiskStatus.OK, storage_type=types.DiskStorageType.IMAGE, content_type=types.DiskContentType.DATA,
-        shareable=False, wipe_after_delete=False, propagate_errors=False, qcow_version=types.QcowVersion.QCOW2_V3,
-        image_id=stable_id("image", "rhcos"), storage_domains=[sd_ref]), "disks"))
-    da = types.DiskAttachment(id=disk_id, active=True, bootable=True, interface=types.DiskInterface.VIRTIO_SCSI,
-                              pass_discard=False, read_only=False, uses_scsi_reservation=False,
-                              disk=_ref(types.Disk, "disks", disk_id), template=rhcos_ref)
-    da.href = href("templates", rhcos_id, "diskattachments", disk_id)
-    store.template_disk_attachments.put(da)
-    nic = types.Nic(id=stable_id("nic", "rhcos/nic1"), name="nic1", interface=types.NicInterface.VIRTIO,
-                    linked=True, plugged=True, vnic_profile=_ref(types.VnicProfile, "vnicprofiles", profile_id),
-                    template=rhcos_ref)
-    nic.href = href("templates", rhcos_id, "nics", nic.id)
-    store.template_nics.put(nic)
-    console = types.GraphicsConsole(id="766e63", protocol=types.GraphicsType.VNC, template=rhcos_ref)
-    console.href = href("templates", rhcos_id, "graphicsconsoles", console.id)
-    store.template_consoles.put(console)
+    _node_template(store, RHCOS_TEMPLATE_NAME, "Red Hat Enterprise Linux CoreOS", "rhcos_x64", "RHCOS image",
+                   "766e63", cluster_ref, profile_id, now)
+    _node_template(store, KUBE_NODE_TEMPLATE_NAME, "Ubuntu 24.04 with kubeadm and kubelet (cloud-init)", "other_linux",
+                   "Kubernetes node image", "766e64", cluster_ref, profile_id, now)
 
     for name, memory, cores in (("Tiny", 512 * MiB, 1), ("Small", 2 * GiB, 1), ("Medium", 4 * GiB, 2),
                                 ("Large", 8 * GiB, 2), ("XLarge", 16 * GiB, 4)):
@@ -138,6 +112,44 @@ def seed(store: Store, hosts: int = 3) -> None:
             id=stable_id("instancetype", name), name=name, memory=memory,
             memory_policy=types.MemoryPolicy(guaranteed=memory, max=4 * memory),
             cpu=types.Cpu(topology=types.CpuTopology(sockets=1, cores=cores, threads=1))), "instancetypes"))
+
+
+def _node_template(store: Store, name: str, description: str, os_type: str, disk_description: str, console_id: str,
+                   cluster_ref: types.Cluster, profile_id: str, now: datetime.datetime) -> None:
+    """A template with one bootable disk and one NIC on the management network, as an uploaded node image is."""
+    template_id = stable_id("template", name)
+    template_ref = _ref(types.Template, "templates", template_id)
+    store.templates.put(_with_href(types.Template(
+        id=template_id, name=name, description=description,
+        status=types.TemplateStatus.OK, memory=16 * GiB,
+        memory_policy=types.MemoryPolicy(guaranteed=16 * GiB, max=64 * GiB, ballooning=True),
+        cpu=types.Cpu(architecture=types.Architecture.X86_64,
+                      topology=types.CpuTopology(sockets=1, cores=4, threads=1)),
+        os=types.OperatingSystem(type=os_type, boot=types.Boot(devices=[types.BootDevice.HD])),
+        type=types.VmType.SERVER, stateless=False, delete_protected=False, creation_time=now,
+        high_availability=types.HighAvailability(enabled=False, priority=0),
+        cluster=cluster_ref, version=types.TemplateVersion(version_number=1)), "templates"))
+    disk_id = stable_id("disk", name)
+    sd_ref = _ref(types.StorageDomain, "storagedomains", stable_id("sd", "nfs-data"))
+    store.disks.put(_with_href(types.Disk(
+        id=disk_id, name=name, alias=name, description=disk_description, provisioned_size=16 * GiB,
+        actual_size=int(2.5 * GiB), total_size=int(2.5 * GiB), format=types.DiskFormat.COW, sparse=True,
+        status=types.DiskStatus.OK, storage_type=types.DiskStorageType.IMAGE, content_type=types.DiskContentType.DATA,
+        shareable=False, wipe_after_delete=False, propagate_errors=False, qcow_version=types.QcowVersion.QCOW2_V3,
+        image_id=stable_id("image", name), storage_domains=[sd_ref]), "disks"))
+    da = types.DiskAttachment(id=disk_id, active=True, bootable=True, interface=types.DiskInterface.VIRTIO_SCSI,
+                              pass_discard=False, read_only=False, uses_scsi_reservation=False,
+                              disk=_ref(types.Disk, "disks", disk_id), template=template_ref)
+    da.href = href("templates", template_id, "diskattachments", disk_id)
+    store.template_disk_attachments.put(da)
+    nic = types.Nic(id=stable_id("nic", f"{name}/nic1"), name="nic1", interface=types.NicInterface.VIRTIO,
+                    linked=True, plugged=True, vnic_profile=_ref(types.VnicProfile, "vnicprofiles", profile_id),
+                    template=template_ref)
+    nic.href = href("templates", template_id, "nics", nic.id)
+    store.template_nics.put(nic)
+    console = types.GraphicsConsole(id=console_id, protocol=types.GraphicsType.VNC, template=template_ref)
+    console.href = href("templates", template_id, "graphicsconsoles", console.id)
+    store.template_consoles.put(console)
 
 
 def add_host(store: Store, name: str, cluster_ref: types.Cluster, sockets: int = 2, cores: int = 8,

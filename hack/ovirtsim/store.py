@@ -144,6 +144,7 @@ class VmRuntime:
     graceful_stop: bool = False  # the last stop was a guest shutdown (its kubelet could say goodbye)
     provisioned: bool = False  # the guest OS got a valid Ignition config once (RHCOS provisions on first boot)
     node_name: str | None = None  # the Kubernetes Node this guest registered, if any
+    kubelet_provider_id: str | None = None  # the --provider-id its cloud-config gave the kubelet (cloud_config.py)
 
 
 @dataclass

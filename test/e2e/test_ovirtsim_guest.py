@@ -45,9 +45,9 @@ def guest_env(cluster, tmp_path):
             pass
 
 
-def _start_vm(conn, name: str, ignition: str | None) -> types.Vm:
+def _start_vm(conn, name: str, ignition: str | None, template: str = "rhcos") -> types.Vm:
     vms = conn.system_service().vms_service()
-    vm = vms.add(types.Vm(name=name, cluster=types.Cluster(name="Default"), template=types.Template(name="rhcos"),
+    vm = vms.add(types.Vm(name=name, cluster=types.Cluster(name="Default"), template=types.Template(name=template),
                           memory=4 * 2**30, cpu=types.Cpu(topology=types.CpuTopology(cores=2, sockets=1, threads=1)),
                           initialization=types.Initialization(custom_script=ignition, host_name=name)),
                  clone=True)
@@ -143,3 +143,27 @@ def test_a_guest_the_api_server_refuses_does_not_hold_back_the_others(guest_env)
     assert "is invalid" in report["node_error"] and bad in report["node_error"]
     assert report["node_error"] in sim.log_file.read_text()  # reported once in the simulator's log
     assert _node(core, bad) is None
+
+
+# A Cluster API bootstrap cloud-config shared by every Machine: the kubelet's provider ID from the instance id.
+CLOUD_CONFIG = """## template: jinja
+#cloud-config
+write_files:
+- path: /etc/default/kubelet
+  content: |
+    KUBELET_EXTRA_ARGS="--node-labels=role=worker --provider-id=ovirt://{{ v1.instance_id }}"
+"""
+
+
+def test_cloud_init_node_image_joins_with_the_provider_id_its_cloud_config_gives_the_kubelet(guest_env):
+    sim, conn, core, created = guest_env
+    joined, rhcos, no_config = (f"{p}-{uuid.uuid4().hex[:6]}" for p in ("ci", "ci-rhcos", "ci-none"))
+    created += [joined, rhcos, no_config]
+    _start_vm(conn, rhcos, CLOUD_CONFIG)  # RHCOS runs Ignition only: a cloud-config leaves it unprovisioned
+    _start_vm(conn, no_config, "#!/bin/sh\necho not a cloud-config", template="ubuntu-2404-kube")
+    vm = _start_vm(conn, joined, CLOUD_CONFIG, template="ubuntu-2404-kube")
+    node = _wait(lambda: (lambda n: n if n is not None and _ready(n) == "True" else None)(_node(core, joined)))
+    assert node.spec.provider_id == f"ovirt://{vm.id}"
+    assert node.status.node_info.system_uuid == vm.id
+    time.sleep(2)  # two heartbeats of this simulator: the others would have joined by now
+    assert _node(core, rhcos) is None and _node(core, no_config) is None

@@ -14,7 +14,7 @@ PYTEST_WORKERS ?= 3
 demo: venv kube-binaries images
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries csi-tools promtool java-client images
+test: venv kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images
 	$(PY) -m hack.gen_crds --check
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

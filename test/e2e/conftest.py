@@ -131,3 +131,35 @@ def menv(cluster: Cluster, ovirt, namespace: str, tmp_path: Path, request):
     finally:
         env.stop_controllers()
         ovirt.control.clear_faults()
+
+
+# --- upstream Cluster API: its core controllers beside this project's Cluster API front end ------------------------
+
+@pytest.fixture(scope="session")
+def capi_core(cluster: Cluster, tmp_path_factory):
+    """Cluster API's core manager (testbed/capi_controllers.py) for the session, with the bed's control plane kind
+    (testbed/capi_controlplane.py): the management cluster is the workload cluster."""
+    from testbed import capi_controlplane
+    from testbed.capi_controllers import CapiCore
+
+    core = CapiCore(cluster.kubectl, cluster.kubeconfig, tmp_path_factory.mktemp("capi"))
+    core.start()
+    capi_controlplane.install(cluster.kubectl)
+    try:
+        yield core
+    finally:
+        core.stop()
+
+
+@pytest.fixture
+def capi(menv, capi_core):
+    """One test's Cluster API view (capi_clusters.CapiEnv) over `menv`: its namespace, the engine, this project's
+    controller with the Cluster API front end; what its Clusters leave is released before the namespace goes."""
+    from capi_clusters import INFRA_CRDS, CapiEnv, release_namespace
+
+    menv.cluster.wait_established(*INFRA_CRDS)  # config/crd, applied by `menv`
+    env = CapiEnv(menv, capi_core)
+    try:
+        yield env
+    finally:
+        release_namespace(env)

@@ -33,6 +33,8 @@ class CRDInfo:
     group: str = ""  # empty: the Machine API's group and version (api.keys)
     version: str = ""
     has_status: bool = True  # a status subresource
+    labels: tuple[tuple[str, str], ...] = ()  # (key, value) on the CRD itself, e.g. Cluster API's contract label
+    categories: tuple[str, ...] = ()  # `kubectl get <category>` lists the kind
 
     @property
     def singular(self) -> str:

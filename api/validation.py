@@ -30,11 +30,12 @@ from api.provider_spec import (
     AutoPinningPolicy,
     DiskFormat,
     OvirtMachineProviderSpec,
+    VMSpec,
     VMType,
     parse_provider_spec,
 )
 
-__all__ = ["FieldError", "InvalidProviderSpec", "load_provider_spec", "validate_provider_spec"]
+__all__ = ["FieldError", "InvalidProviderSpec", "load_provider_spec", "validate_provider_spec", "validate_vm_spec"]
 
 # The engine's own limits (its vdc_options, docs/compatibility.md#engine-limits). They depend on the cluster level;
 # these are the most generous of current levels (4.6/4.7), so nothing a real engine accepts is refused here, and
@@ -82,6 +83,19 @@ def validate_provider_spec(spec: OvirtMachineProviderSpec, base: str = PROVIDER_
     """Every problem of `spec`, in a stable order; an empty list means valid."""
     errs = _Errors(base)
     _secrets(spec, errs)
+    _vm(spec, errs)
+    return errs.items
+
+
+def validate_vm_spec(spec: VMSpec, base: str) -> list[FieldError]:
+    """Every problem of the VM settings `spec`, with paths under `base` (`spec` for an OvirtMachine), in the
+    provider spec's order and words: one validation for both front ends."""
+    errs = _Errors(base)
+    _vm(spec, errs)
+    return errs.items
+
+
+def _vm(spec: VMSpec, errs: _Errors) -> None:
     _placement(spec, errs)
     _ids(spec, errs)
     _sizing(spec, errs)
@@ -99,7 +113,6 @@ def validate_provider_spec(spec: OvirtMachineProviderSpec, base: str = PROVIDER_
         errs.unsupported("hugepages", spec.hugepages, ", ".join(str(s) for s in HUGEPAGES_SIZES if s))
     _disks(spec, errs)
     _names(spec, errs)
-    return errs.items
 
 
 def load_provider_spec(raw: bytes | str | Mapping[str, Any] | None) -> OvirtMachineProviderSpec:
@@ -118,7 +131,7 @@ def _secrets(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.required("userDataSecret.name", "must name the Secret holding the Ignition user data")
 
 
-def _placement(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _placement(spec: VMSpec, errs: _Errors) -> None:
     if not spec.template_name:
         errs.required("template_name", "must name the oVirt template to create the VM from")
     elif unsearchable_char(spec.template_name) is not None:
@@ -127,14 +140,14 @@ def _placement(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.required("cluster_id", "must be the ID of the oVirt cluster to create the VM in")
 
 
-def _ids(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _ids(spec: VMSpec, errs: _Errors) -> None:
     # An empty id is unset (or refused as required by its own rule).
     for field, value in spec.ids():
         if value and not is_ovirt_id(value):
             errs.invalid(field, value, NOT_AN_OVIRT_ID)
 
 
-def _sizing(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _sizing(spec: VMSpec, errs: _Errors) -> None:
     if spec.instance_type_id:
         # The instance type fixes CPU and memory; the Go actuator refuses both alongside it (4.2).
         for field, is_set in (
@@ -174,7 +187,7 @@ def _sizing(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         )
 
 
-def _vm_type(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _vm_type(spec: VMSpec, errs: _Errors) -> None:
     supported = _quoted(VMType)
     if not spec.type:
         errs.required("type", f"supported values: {supported}")
@@ -182,7 +195,7 @@ def _vm_type(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.unsupported("type", spec.type, supported)
 
 
-def _disks(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _disks(spec: VMSpec, errs: _Errors) -> None:
     if spec.format and spec.format not in set(DiskFormat):
         errs.unsupported("format", spec.format, _quoted(DiskFormat))
     if spec.effective_clone:
@@ -199,7 +212,7 @@ def _disks(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
         errs.forbidden("sparse", f"false (preallocated) needs cloned template disks but {why}; thin disks are sparse")
 
 
-def _names(spec: OvirtMachineProviderSpec, errs: _Errors) -> None:
+def _names(spec: VMSpec, errs: _Errors) -> None:
     seen: set[str] = set()
     for i, name in enumerate(spec.affinity_groups_names):
         field = f"affinity_groups_names[{i}]"

@@ -98,8 +98,10 @@ class CapiEnv:
         sim, inst = self.sim, self.sim.installation
         identity = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                     "metadata": {"name": f"{wc.name}-ovirt", "namespace": self.namespace},
-                    "data": {"url": _b64(sim.pod_url), "username": _b64(sim.username),
-                             "password": _b64(sim.password), "ca.crt": _b64(Path(sim.ca_file).read_text())}}
+                    "data": {infrastructure.IDENTITY_URL_KEY: _b64(sim.pod_url),
+                             infrastructure.IDENTITY_USERNAME_KEY: _b64(sim.username),
+                             infrastructure.IDENTITY_PASSWORD_KEY: _b64(sim.password),
+                             infrastructure.IDENTITY_CA_KEY: _b64(Path(sim.ca_file).read_text())}}
         ovirt_cluster = {"apiVersion": infrastructure.API_VERSION, "kind": "OvirtCluster",
                          "metadata": {"name": wc.name, "namespace": self.namespace},
                          "spec": {"controlPlaneEndpoint": capi_controlplane.endpoint(self.cluster.kubeconfig),

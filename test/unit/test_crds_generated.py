@@ -60,11 +60,13 @@ def test_generation_is_deterministic_plain_yaml():
         assert "&id" not in text and "*id" not in text, f"{name} uses YAML anchors"
 
 
-def test_kustomization_lists_the_machine_api_and_remediation_crds():
+def test_kustomization_lists_the_machine_api_remediation_and_cluster_api_crds():
     k = yaml.safe_load((CRD_DIR / "kustomization.yaml").read_text())
     assert sorted(k["resources"]) == sorted(
         [*(f"machine.openshift.io_{p}.yaml" for p in ("machines", "machinesets", "machinehealthchecks")),
-         *(f"remediation.ovirt.org_{p}.yaml" for p in ("ovirtremediationtemplates", "ovirtremediations"))]
+         *(f"remediation.ovirt.org_{p}.yaml" for p in ("ovirtremediationtemplates", "ovirtremediations")),
+         *(f"infrastructure.cluster.x-k8s.io_{p}.yaml" for p in ("ovirtclusters", "ovirtmachines",
+                                                                 "ovirtmachinetemplates"))]
     )
 
 

@@ -71,7 +71,8 @@ class CapiEnv:
         self.k = menv.cluster.kubectl
 
     def controller(self) -> None:
-        self.menv.controller(extra_args=(CONTROLLERS,))
+        """This project's controller with the Cluster API front end only, once ready (informers synced)."""
+        self.menv.controller(extra_args=(CONTROLLERS,)).wait_ready()
 
     def logs(self) -> str:
         return f"{self.menv.controller_logs()}\n{self.core.logs()}"

@@ -8,7 +8,7 @@ import functools
 import structlog
 from prometheus_client import CollectorRegistry
 
-from machine_controller.config import Config
+from machine_controller.config import CAPI_CONTROLLER_NAMES, Config
 from machine_controller.controllers.machine.reconciler import MachineReconciler, add_machine_controller
 from machine_controller.controllers.healthcheck.reconciler import add_machinehealthcheck_controller
 from machine_controller.controllers.machineset.reconciler import add_machineset_controller
@@ -22,11 +22,16 @@ from machine_controller.controllers.nodes.status import cached_node
 from machine_controller.controllers.nodes.lifecycle import (NodeInstanceReconciler, add_node_instance_controller,
                                                             wake_on_provider_id)
 from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
+from machine_controller.controllers.infrastructure.ovirtcluster import add_ovirtcluster_controller
+from machine_controller.controllers.infrastructure.ovirtmachine import add_ovirtmachine_controller
+from machine_controller.controllers.infrastructure.resources import (CAPI_CLUSTERS, CAPI_MACHINES, INDEX_CLUSTER,
+                                                                     OVIRT_CLUSTERS, OVIRT_MACHINES, cluster_index)
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.cluster_inputs import ClusterVips, CredentialsWatch, UserData
 from machine_controller.ovirt.connection import ConnectionPool
+from machine_controller.ovirt.engines import OvirtEngines
 from machine_controller.ovirt.instances import OvirtInstances
 from machine_controller.ovirt.power import OvirtPower
 from machine_controller.ovirt.request_metrics import RequestMetrics
@@ -68,12 +73,16 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
                           trusted_ca_bundle=config.trusted_ca_bundle)
     client = OvirtClient(pool, metrics=RequestMetrics.of(registry))
     creds = CredentialsWatch(pool)
-    secrets = manager.add_informer(Informer(
-        api, SECRETS, namespace=config.credentials_namespace,
-        field_selector=f"metadata.name={config.credentials_name}", resync_period=config.resync_s))
-    secrets.add_handler(creds.handler())
-    if manager.health is not None:
-        manager.health.add_readyz_check("ovirt-credentials", lambda: creds.problem is None)
+    # Cluster API's controllers alone read no Machine API object nor its credentials secret: a process running only
+    # them watches none of those kinds (their CRDs need not exist) and is ready without that secret.
+    machine_api = any(name not in CAPI_CONTROLLER_NAMES for name in config.controllers)
+    if machine_api:
+        secrets = manager.add_informer(Informer(
+            api, SECRETS, namespace=config.credentials_namespace,
+            field_selector=f"metadata.name={config.credentials_name}", resync_period=config.resync_s))
+        secrets.add_handler(creds.handler())
+        if manager.health is not None:
+            manager.health.add_readyz_check("ovirt-credentials", lambda: creds.problem is None)
     manager.on_shutdown(pool.close)
     actuator = OvirtActuator(client, UserData(rest), ClusterVips(rest))
     instances = OvirtInstances(client, actuator.vm_lists)  # a new Node's VM is in a recent list
@@ -82,11 +91,12 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     # The informers the controllers share.
     indexers = {INDEX_PROVIDER_ID: provider_id_index, INDEX_INTERNAL_IP: internal_ip_index}
     # No reader of Machines or Nodes looks at managedFields (the capacity controller reads a MachineSet's own).
-    machines = manager.add_informer(Informer(api, MACHINES, namespace=config.namespace or None,
-                                             resync_period=config.resync_s,
-                                             indexers={**indexers, INDEX_NAME: name_index}, transform=compact))
-    nodes = manager.add_informer(Informer(api, NODES, resync_period=config.resync_s, indexers=indexers,
-                                          transform=cached_node))
+    machines = Informer(api, MACHINES, namespace=config.namespace or None, resync_period=config.resync_s,
+                        indexers={**indexers, INDEX_NAME: name_index}, transform=compact)
+    nodes = Informer(api, NODES, resync_period=config.resync_s, indexers=indexers, transform=cached_node)
+    if machine_api:
+        manager.add_informer(machines)
+        manager.add_informer(nodes)
 
     # One MachineSet informer for the MachineSet and capacity controllers, made only if one of them runs; it keeps
     # managedFields (the capacity controller reads which annotations it owns).
@@ -125,7 +135,31 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             wake_on_provider_id(machines, nodes.store, node_queue)  # the Nodes waiting for their Machine's providerID
         return reconciler
 
+    # Cluster API's front end: one actuator per engine identity (ovirt/engines.py), and the informers its two
+    # controllers share, made only if one of them runs.
+    engines = OvirtEngines(rest, registry, connections=config.ovirt_connections, timeout_s=config.ovirt_timeout_s,
+                           trusted_ca_bundle=config.trusted_ca_bundle)
+    manager.on_shutdown(engines.close)
+
+    @functools.cache
+    def capi_informer(kind: str) -> Informer:
+        resource = {r.plural: r for r in (OVIRT_MACHINES, OVIRT_CLUSTERS, CAPI_MACHINES, CAPI_CLUSTERS)}[kind]
+        return manager.add_informer(Informer(
+            api, resource, namespace=config.namespace or None, resync_period=config.resync_s,
+            indexers={INDEX_CLUSTER: cluster_index} if resource == OVIRT_MACHINES else None, transform=compact))
+
+    def ovirtmachine_controller() -> None:
+        ovirtmachine_queue = queue("ovirtmachine")
+        engines.wake_with(ovirtmachine_queue.add)
+        add_ovirtmachine_controller(manager, rest, capi_informer("ovirtmachines"), capi_informer("machines"),
+                                    capi_informer("clusters"), capi_informer("ovirtclusters"), engines, events,
+                                    ovirtmachine_queue, workers=config.workers)
+
     adders = {
+        "ovirtcluster": lambda: add_ovirtcluster_controller(
+            manager, rest, capi_informer("ovirtclusters"), capi_informer("clusters"), capi_informer("ovirtmachines"),
+            engines, events, queue("ovirtcluster")),
+        "ovirtmachine": ovirtmachine_controller,
         "machine": machine_controller,
         "nodelink": lambda: add_nodelink_controller(
             manager, rest, machines, nodes, matching, queue("nodelink"),

@@ -19,12 +19,16 @@ from machine_controller.runtime.logging import LOG_LEVELS
 # OpenShift, machine-api-operator runs its own machineset, nodelink and machinehealthcheck controllers, so this
 # process runs only the actuator side there, with the MachineSets' capacity annotations, which MAO's MachineSet
 # controller leaves to the provider (docs/architecture.md#deployment-modes).
+# Cluster API's infrastructure provider (docs/architecture.md#deployment-modes) runs only when named: `*` is the
+# Machine API's set, so a deployment of it watches no kind whose CRD it does not install.
+CAPI_CONTROLLER_NAMES = ("ovirtcluster", "ovirtmachine")
 CONTROLLER_NAMES = ("machine", "machineset", "machineset-capacity", "nodelink", "machinehealthcheck", "remediation",
-                    "ovirt-nodes")
+                    "ovirt-nodes", *CAPI_CONTROLLER_NAMES)
 
 
 def select_controllers(spec: str) -> tuple[str, ...]:
-    """`*` (everything), names, and `-name` to leave one out: "*,-machineset" or "machine,ovirt-nodes"."""
+    """`*` (every Machine API controller), names, and `-name` to leave one out: "*,-machineset" or
+    "machine,ovirt-nodes"; Cluster API's (CAPI_CONTROLLER_NAMES) only by name: "*,ovirtcluster,ovirtmachine"."""
     chosen: set[str] = set()
     removed: set[str] = set()
     for item in (part.strip() for part in spec.split(",")):
@@ -36,7 +40,7 @@ def select_controllers(spec: str) -> tuple[str, ...]:
         if item.startswith("-"):
             removed.add(name)
         elif name == "*":
-            chosen.update(CONTROLLER_NAMES)
+            chosen.update(n for n in CONTROLLER_NAMES if n not in CAPI_CONTROLLER_NAMES)
         else:
             chosen.add(name)
     selected = tuple(n for n in CONTROLLER_NAMES if n in chosen and n not in removed)
@@ -206,8 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     env = os.environ.get
     add_kubeconfig_flag(p)
     p.add_argument("--controllers", type=_controllers_arg, default="*", metavar="LIST",
-                   help="controllers to run: '*' for all, names, '-name' to leave one out (e.g. "
-                        f"'{MAO_CONTROLLERS}' beside machine-api-operator's own); known: "
+                   help="controllers to run: '*' for all of the Machine API's, names, '-name' to leave one out (e.g. "
+                        f"'{MAO_CONTROLLERS}' beside machine-api-operator's own; the Cluster API ones only when named); known: "
                         + ", ".join(CONTROLLER_NAMES))
     p.add_argument("--namespace", default="openshift-machine-api",
                    help="namespace whose Machines are reconciled; '' for all namespaces")

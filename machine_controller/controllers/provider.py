@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, Sequence
 
 from api.machine import Machine
 from api.meta import NodeAddress
@@ -130,6 +130,32 @@ class Instances(Protocol):
     def find(self, node_name: str, provider_id: str | None) -> NodeInstance | None:
         """The instance behind the Node: by its providerID when it has one, else by the Node's name. None only
         when the provider is sure it does not exist; a failed lookup raises ActuatorError."""
+
+
+# --- several engines, for Cluster API's infrastructure controllers (controllers/infrastructure/) -----------------
+
+@dataclass(frozen=True)
+class EngineIdentity:
+    """The Secret naming one engine and its credentials: an OvirtCluster's `spec.identityRef`, in its namespace
+    (the contract's multi-tenancy rule: one controller serves Clusters on several engines)."""
+
+    namespace: str
+    secret_name: str
+
+
+class Engines(Protocol):
+    """What the OvirtCluster and OvirtMachine controllers ask of a provider that serves several engines: one
+    `Actuator` per engine identity, made when first asked for and made again when its Secret changes. A Secret
+    missing or unusable raises MissingDependency naming it and the key at fault."""
+
+    def actuator(self, identity: EngineIdentity) -> Actuator:
+        """The actuator of the engine `identity` names."""
+
+    def missing_clusters(self, identity: EngineIdentity, cluster_ids: Sequence[str]) -> list[str]:
+        """Those of `cluster_ids` the engine has no cluster of; ActuatorError when the engine cannot be asked."""
+
+    def forget(self, key: str) -> None:
+        """`Actuator.forget` for every engine: the object `key` left the API before its deletion was seen through."""
 
 
 # --- power control, for fencing (docs/fencing.md) ---------------------------------------------------------------

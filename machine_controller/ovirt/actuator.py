@@ -94,11 +94,15 @@ class OvirtActuator:
         timing: Timing = Timing(),
         spec_objects: SpecObjects | None = None,
         vm_lists: ClusterVmLists | None = None,
+        user_data_path: str = USER_DATA_PATH,
     ):
         """`user_data(namespace, secret_name)` returns the Ignition text (raising MissingDependencyError when the
-        secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs."""
+        secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs. `user_data_path`: the
+        field naming the user data's Secret, in a refusal of its text (Cluster API's front end names the Machine's
+        bootstrap data Secret)."""
         self.client = client
         self._user_data = user_data
+        self._user_data_path = user_data_path
         self._excluded_ips = excluded_ips
         self._timing = timing
         self._spec_objects = spec_objects or SpecObjects(client)
@@ -303,7 +307,7 @@ class OvirtActuator:
             # The name is checked above and the rest of the request is made of checked values and ids: what the
             # engine cannot read is the user data, and reading it again will not change that.
             raise InvalidMachineConfiguration(
-                f"{USER_DATA_PATH}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's user "
+                f"{self._user_data_path}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's user "
                 f"data: {e}") from None
         except ConflictError:
             # The name is taken: an earlier attempt whose answer we lost created it. It is ours.

@@ -70,9 +70,21 @@ class UserData:
     A Secret missing, without `userData` or refused is read again at the next create, so a fixed one is seen at once
     (docs/compatibility.md#user-data)."""
 
-    def __init__(self, rest: Rest, keep_s: float = USER_DATA_KEEP_S, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, rest: Rest, keep_s: float = USER_DATA_KEEP_S, clock: Callable[[], float] = time.monotonic,
+                 *, key: str = "userData", path: str = USER_DATA_PATH, format_key: str | None = None,
+                 formats: tuple[str, ...] = (), default_format: str = ""):
+        """`key`: the Secret's key holding the text; `path`: the field that names the Secret, in refusals. With
+        `format_key`, the Secret says in that key (absent: `default_format`) which of `formats` the text is, and
+        any other is refused: Cluster API's bootstrap data Secret (`value`, `format`: cloud-config or ignition).
+        Both formats reach the guest the same way, as the VM's initialization custom script: the engine hands it
+        to cloud-init, or to Ignition on an Ignition OS (docs/compatibility.md#user-data)."""
         self._rest = rest
         self._kept: TtlCache[str] = TtlCache(keep_s, clock)
+        self.key = key
+        self.path = path
+        self._format_key = format_key
+        self._formats = formats
+        self._default_format = default_format
 
     def __call__(self, namespace: str, name: str) -> str:
         return self._kept.get((namespace, name), lambda: self._read(namespace, name))
@@ -84,11 +96,18 @@ class UserData:
             if is_not_found(e):
                 raise MissingDependencyError(f"user-data secret {namespace}/{name} not found") from None
             raise
-        raw = (secret.get("data") or {}).get("userData")
+        raw = (secret.get("data") or {}).get(self.key)
         if not raw:
-            raise MissingDependencyError(f"user-data secret {namespace}/{name} has no key userData")
+            raise MissingDependencyError(f"user-data secret {namespace}/{name} has no key {self.key}")
+        if self._format_key is not None:
+            encoded = (secret.get("data") or {}).get(self._format_key)
+            fmt = base64.b64decode(encoded).decode("utf-8", "replace") if encoded else self._default_format
+            if fmt not in self._formats:
+                raise InvalidMachineConfiguration(
+                    f"{self.path}: Invalid value: {name!r}: the {self._format_key} of Secret {namespace}/{name} is "
+                    f"{fmt!r}; supported values: {', '.join(repr(f) for f in self._formats)}")
         data = base64.b64decode(raw)
-        where = f"{USER_DATA_PATH}: Invalid value: {name!r}: the userData of Secret {namespace}/{name}"
+        where = f"{self.path}: Invalid value: {name!r}: the {self.key} of Secret {namespace}/{name}"
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:

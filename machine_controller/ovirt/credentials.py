@@ -17,6 +17,23 @@ from dataclasses import dataclass, field
 SECRET_NAMESPACE = "openshift-machine-api"
 SECRET_NAME = "ovirt-credentials"
 
+@dataclass(frozen=True)
+class SecretKeys:
+    """The key names of a credentials Secret: the Machine API's `ovirt-credentials` (the default), or an
+    OvirtCluster's identity Secret (api/infrastructure.py IDENTITY_*_KEY), one parser for both front ends. Without
+    `insecure_required`, an absent insecure key means a verified connection."""
+
+    url: str = "ovirt_url"
+    username: str = "ovirt_username"
+    password: str = "ovirt_password"
+    insecure: str = "ovirt_insecure"
+    ca_file: str | None = "ovirt_cafile"
+    ca_bundle: str = "ovirt_ca_bundle"
+    insecure_required: bool = True
+
+
+MACHINE_API_KEYS = SecretKeys()
+
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 
@@ -42,23 +59,26 @@ class OvirtCredentials:
         return h.hexdigest()[:12]
 
 
-def _parse_bool(value: str, source: str) -> bool:
+def _parse_bool(value: str, source: str, key: str) -> bool:
     if value in _TRUE:
         return True
     if value in _FALSE:
         return False
-    raise InvalidCredentials(f"{source}: key ovirt_insecure must be a boolean (true or false), got {value!r}")
+    raise InvalidCredentials(f"{source}: key {key} must be a boolean (true or false), got {value!r}")
 
 
-def from_secret(secret: dict) -> OvirtCredentials:
+def from_secret(secret: dict, keys: SecretKeys = MACHINE_API_KEYS) -> OvirtCredentials:
     """Parse a Secret object as read from the API server; refusals name it as `secret namespace/name`."""
     meta = secret.get("metadata") or {}
-    return from_secret_data(secret.get("data"), source=f"secret {meta.get('namespace')}/{meta.get('name')}")
+    return from_secret_data(secret.get("data"), source=f"secret {meta.get('namespace')}/{meta.get('name')}",
+                            keys=keys)
 
 
-def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool = True) -> OvirtCredentials:
-    """Parse a Secret's `data` (base64 values, `encoded=True`) or `stringData`-like plain values. `source` names
-    where they came from in every refusal (no default: a default named the wrong object once)."""
+def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool = True,
+                     keys: SecretKeys = MACHINE_API_KEYS) -> OvirtCredentials:
+    """Parse a Secret's `data` (base64 values, `encoded=True`) or `stringData`-like plain values, under the key
+    names `keys`. `source` names where they came from in every refusal (no default: a default named the wrong object
+    once)."""
     if not data:
         raise InvalidCredentials(f"{source} has no data")
     values: dict[str, str] = {}
@@ -67,33 +87,34 @@ def from_secret_data(data: dict[str, str] | None, *, source: str, encoded: bool 
             values[key] = base64.b64decode(raw, validate=True).decode() if encoded else raw
         except (ValueError, UnicodeDecodeError) as e:
             raise InvalidCredentials(f"{source}: key {key} is not valid base64 text") from e
-    for key in ("ovirt_url", "ovirt_username", "ovirt_password"):
+    for key in (keys.url, keys.username, keys.password):
         # Blank is empty: a URL of spaces or a newline, stripped below, reached the SDK as "No host present".
         if not values.get(key, "").strip():
             raise InvalidCredentials(f"{source}: key {key} is missing or empty")
-    if not values.get("ovirt_insecure"):
-        raise InvalidCredentials(f"{source}: key ovirt_insecure is missing or empty (it must be true or false)")
-    url = values["ovirt_url"].strip()
-    _check_url(url, source)
+    if keys.insecure_required and not values.get(keys.insecure):
+        raise InvalidCredentials(f"{source}: key {keys.insecure} is missing or empty (it must be true or false)")
+    url = values[keys.url].strip()
+    _check_url(url, source, keys.url)
+    insecure = values.get(keys.insecure, "").strip()
     return OvirtCredentials(
         url=url,
-        username=values["ovirt_username"].strip(),
-        password=values["ovirt_password"],
-        insecure=_parse_bool(values["ovirt_insecure"].strip(), source),
-        ca_file=values.get("ovirt_cafile", "").strip(),
-        ca_bundle=values.get("ovirt_ca_bundle", ""),
+        username=values[keys.username].strip(),
+        password=values[keys.password],
+        insecure=_parse_bool(insecure, source, keys.insecure) if insecure else False,
+        ca_file=values.get(keys.ca_file, "").strip() if keys.ca_file else "",
+        ca_bundle=values.get(keys.ca_bundle, ""),
     )
 
 
-def _check_url(url: str, source: str) -> None:
+def _check_url(url: str, source: str, key: str) -> None:
     """The engine's API URL must name a scheme libcurl speaks to the engine and a host: anything else reached the
     SDK, whose libcurl answered "No host present" without a word of the key at fault."""
     try:
         parts = urllib.parse.urlsplit(url)
         host = parts.hostname
     except ValueError as e:  # a malformed port or IPv6 literal
-        raise InvalidCredentials(f"{source}: key ovirt_url is not a URL ({e}); it must be like "
+        raise InvalidCredentials(f"{source}: key {key} is not a URL ({e}); it must be like "
                                  "https://engine.example/ovirt-engine/api") from None
     if parts.scheme not in ("https", "http") or not host or any(c.isspace() for c in url):
-        raise InvalidCredentials(f"{source}: key ovirt_url must be the engine's API URL with a scheme and a host, "
+        raise InvalidCredentials(f"{source}: key {key} must be the engine's API URL with a scheme and a host, "
                                  "like https://engine.example/ovirt-engine/api")

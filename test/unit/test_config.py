@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from machine_controller.config import CONTROLLER_NAMES, parse, select_controllers
+from machine_controller.config import CAPI_CONTROLLER_NAMES, CONTROLLER_NAMES, parse, select_controllers
+
+MACHINE_API = tuple(n for n in CONTROLLER_NAMES if n not in CAPI_CONTROLLER_NAMES)
 
 
-def test_default_runs_every_controller():
-    assert parse([]).controllers == CONTROLLER_NAMES
+def test_default_runs_every_machine_api_controller_and_no_cluster_api_one():
+    # A Machine API deployment installs no Cluster API CRD: `*` must start no informer of those kinds.
+    assert parse([]).controllers == MACHINE_API
+    assert not set(MACHINE_API) & {"ovirtcluster", "ovirtmachine"}
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("*", CONTROLLER_NAMES),
+    ("*", MACHINE_API),
+    ("ovirtcluster,ovirtmachine", ("ovirtcluster", "ovirtmachine")),
+    ("*,ovirtmachine,ovirtcluster", (*MACHINE_API, "ovirtcluster", "ovirtmachine")),
     ("machine,machineset-capacity,ovirt-nodes,remediation",
      ("machine", "machineset-capacity", "remediation", "ovirt-nodes")),
     ("*,-machineset,-nodelink,-machinehealthcheck", ("machine", "machineset-capacity", "remediation", "ovirt-nodes")),

@@ -472,3 +472,37 @@ class FakePower:
         if verb in self.refuse:
             raise self.refuse[verb]
         return True
+
+
+class FakeEngines:
+    """An `Engines` (several engines, Cluster API's front end) handing out one scripted actuator for every identity.
+    It records the identities asked for and, for each, whether `check()` held then (a test's probe of the API, e.g.
+    "the finalizer is written"); `missing` is the set of oVirt cluster ids no engine has, `error` what asking raises
+    (an identity Secret missing, an engine down)."""
+
+    def __init__(self, actuator: FakeActuator | None = None, missing: Iterable[str] = (),
+                 error: BaseException | None = None) -> None:
+        self.fake = actuator or FakeActuator()
+        self.missing = set(missing)
+        self.error = error
+        self.asked: list[Any] = []  # the EngineIdentity of each call
+        self.checked: list[bool] = []
+        self.check: Any = lambda: True
+        self.forgotten: list[str] = []
+
+    def _ask(self, identity: Any) -> None:
+        self.asked.append(identity)
+        self.checked.append(bool(self.check()))
+        if self.error is not None:
+            raise self.error
+
+    def actuator(self, identity: Any) -> FakeActuator:
+        self._ask(identity)
+        return self.fake
+
+    def missing_clusters(self, identity: Any, cluster_ids: Iterable[str]) -> list[str]:
+        self._ask(identity)
+        return [c for c in cluster_ids if c in self.missing]
+
+    def forget(self, key: str) -> None:
+        self.forgotten.append(key)

@@ -46,6 +46,9 @@ OVIRT_MACHINE_TEMPLATE_KIND = "OvirtMachineTemplate"
 CLUSTER_FINALIZER = f"ovirtcluster.{GROUP}"
 MACHINE_FINALIZER = f"ovirtmachine.{GROUP}"
 
+# What a providerID set in an OvirtMachine's spec must be (the admission policy says the same).
+PROVIDER_ID_FORM = f"must be {PROVIDER_ID_PREFIX}<VM id>; the VM id {NOT_AN_OVIRT_ID}"
+
 # Where an OvirtMachine and an OvirtMachineTemplate hold the VM settings: the prefix of their FieldError paths.
 MACHINE_SPEC_PATH = "spec"
 TEMPLATE_SPEC_PATH = "spec.template.spec"
@@ -376,8 +379,7 @@ def validate_ovirt_machine_spec(spec: OvirtMachineSpec, base: str = MACHINE_SPEC
     if spec.provider_id and vm_id_from_provider_id(spec.provider_id) is None:
         # A providerID not of our form names no VM of ours: acting on it would act on a guess
         # (docs/architecture.md#acting-only-on-what-is-ours).
-        errors.append(FieldError(f"{base}.providerID", f'Invalid value: "{spec.provider_id}": must be '
-                                                       f"{PROVIDER_ID_PREFIX}<VM id>; the VM id {NOT_AN_OVIRT_ID}"))
+        errors.append(FieldError(f"{base}.providerID", f'Invalid value: "{spec.provider_id}": {PROVIDER_ID_FORM}'))
     return errors
 
 

@@ -1,5 +1,6 @@
 """Generate config/admission: ValidatingAdmissionPolicies that refuse, when it is typed, an oVirt provider spec (of a
-Machine or a MachineSet's template) or a MachineHealthCheck's remediation template the controller would refuse
+Machine or a MachineSet's template), the same VM settings in an OvirtMachine's spec (or an OvirtMachineTemplate's
+spec.template.spec) or a MachineHealthCheck's remediation template the controller would refuse
 (docs/architecture.md#admission-time-validation).
 
     python -m hack.gen_admission           # write config/admission/*.yaml
@@ -22,6 +23,7 @@ is typed, before any admission policy would see it.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
@@ -30,9 +32,9 @@ from typing import Any, Iterator
 
 import yaml
 
-from api import keys
+from api import infrastructure, keys
 from api import machinehealthcheck as mhc
-from api.ids import NOT_AN_OVIRT_ID, OVIRT_ID_PATTERN
+from api.ids import NOT_AN_OVIRT_ID, OVIRT_ID_PATTERN, PROVIDER_ID_PREFIX
 from api.search_text import UNSEARCHABLE, UNSEARCHABLE_PATTERN
 from api.provider_spec import (
     HUGEPAGES_SIZES,
@@ -40,6 +42,7 @@ from api.provider_spec import (
     AutoPinningPolicy,
     DiskFormat,
     OvirtMachineProviderSpec,
+    VMSpec,
     VMType,
 )
 from api.validation import MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE, MAX_VCPUS
@@ -53,6 +56,8 @@ POLICY_NAME = "ovirt-machine-provider-spec"
 POLICY_FILE = "provider-spec-policy.yaml"
 MHC_POLICY_NAME = "ovirt-machinehealthcheck-remediation-template"
 MHC_POLICY_FILE = "machinehealthcheck-policy.yaml"
+INFRA_POLICY_NAME = "ovirt-infrastructure-machine-spec"
+INFRA_POLICY_FILE = "infrastructure-machine-spec-policy.yaml"
 # Ignore: the controller's validation is the authority and refuses what the policy refuses. A rule that fails to
 # evaluate (an input no one foresaw, the CEL cost budget) must not block a write the controller would judge itself;
 # docs/architecture.md#admission-time-validation says why no policy here is a safety guard.
@@ -92,12 +97,14 @@ class Rule:
     # A CEL string for the part of the path after the provider spec when it depends on the object (a list index).
     field_expr: str | None = None
 
-    def validation(self) -> dict[str, Any]:
+    def validation(self, static_base: str = "providerSpec.value") -> dict[str, Any]:
+        """The policy's validation; `static_base` starts the plain-text message (which has no object to name the
+        path from)."""
         where = self.field_expr if self.field_expr is not None else _lit(f".{self.field}" if self.field else "")
         return {
             "expression": self.ok,
             "messageExpression": f"variables.path + {where} + ': ' + {self.detail}",
-            "message": f"providerSpec.value{'.' + self.field if self.field else ''}: {self.static}",
+            "message": f"{static_base}{'.' + self.field if self.field else ''}: {self.static}",
             "reason": "Invalid",
         }
 
@@ -155,15 +162,20 @@ def _get(obj: str, key: str, default: str) -> str:
     return f"{_present(f'{obj}.{key}')} ? {obj}.{key} : {default}"
 
 
-def _variables(value_expr: str, path_expr: str) -> list[dict[str, str]]:
+def _variables(value_expr: str, path_expr: str, ovirt_machine: bool = False) -> list[dict[str, str]]:
+    """The policy's variables: the spec (`value`, `v`), the path messages name, and each field as the controller's
+    decoder reads it (absent and null take the field's default). The provider spec's own keys are its user data
+    Secret reference; an OvirtMachine spec's (`ovirt_machine`), its providerID."""
     v = "variables.v"
+    own = [("providerID", _get(v, "providerID", "''"))] if ovirt_machine else [
+        ("userDataSecretSet", _present(f"{v}.userDataSecret")),
+        ("userDataSecretName", f"variables.userDataSecretSet ? ({_get(f'{v}.userDataSecret', 'name', _lit(''))}) : ''"),
+    ]
     pairs = [
         ("value", value_expr),
         ("path", path_expr),
         ("v", "variables.value.orValue({})"),
-        # The values the controller's decoder gives: absent and null take the field's default.
-        ("userDataSecretSet", _present(f"{v}.userDataSecret")),
-        ("userDataSecretName", f"variables.userDataSecretSet ? ({_get(f'{v}.userDataSecret', 'name', _lit(''))}) : ''"),
+        *own,
         *((key, _get(v, key, "''")) for key in ("template_name", "cluster_id", "instance_type_id", "type",
                                                  "auto_pinning_policy", "format", "storage_domain_id")),
         *((key, _get(v, key, "0")) for key in ("memory_mb", "guaranteed_memory_mb", "hugepages")),
@@ -181,7 +193,20 @@ def _variables(value_expr: str, path_expr: str) -> list[dict[str, str]]:
     return [{"name": name, "expression": expression} for name, expression in pairs]
 
 
-def _semantic_rules() -> list[Rule]:
+def _secret_rules() -> list[Rule]:
+    """api/validation.py _secrets: the Machine API provider spec's user data Secret."""
+    return [
+        Rule("userDataSecret", "variables.userDataSecretSet",
+             _lit("Required value: must reference the Secret holding the Ignition user data"),
+             "Required value: must reference the Secret holding the Ignition user data"),
+        Rule("userDataSecret.name", "!variables.userDataSecretSet || variables.userDataSecretName != ''",
+             _lit("Required value: must name the Secret holding the Ignition user data"),
+             "Required value: must name the Secret holding the Ignition user data"),
+    ]
+
+
+def _vm_rules() -> list[Rule]:
+    """api/validation.py validate_vm_spec: the VM settings both front ends share."""
     var = "variables."
     with_type = f"{var}instance_type_id != ''"
     without_type = f"{var}instance_type_id == ''"
@@ -200,12 +225,6 @@ def _semantic_rules() -> list[Rule]:
     vms = _quoted(VMType)
     hugepages = ", ".join(str(s) for s in HUGEPAGES_SIZES if s)
     rules = [
-        Rule("userDataSecret", f"{var}userDataSecretSet",
-             _lit("Required value: must reference the Secret holding the Ignition user data"),
-             "Required value: must reference the Secret holding the Ignition user data"),
-        Rule("userDataSecret.name", f"!{var}userDataSecretSet || {var}userDataSecretName != ''",
-             _lit("Required value: must name the Secret holding the Ignition user data"),
-             "Required value: must name the Secret holding the Ignition user data"),
         Rule("template_name", f"{var}template_name != ''",
              _lit("Required value: must name the oVirt template to create the VM from"),
              "Required value: must name the oVirt template to create the VM from"),
@@ -218,7 +237,7 @@ def _semantic_rules() -> list[Rule]:
     ]
     # Ids go into the engine's URL paths: a UUID or nothing (api/validation.py _ids). The NICs' come with their list.
     not_an_id = _lit('": ' + NOT_AN_OVIRT_ID)
-    for field, _ in OvirtMachineProviderSpec().ids():
+    for field, _ in VMSpec().ids():
         rules.append(Rule(field, f"{var}{field} == '' || {var}{field}.matches({_lit(OVIRT_ID_PATTERN)})",
                           f"'Invalid value: \"' + {var}{field} + {not_an_id}",
                           f"Invalid value: {NOT_AN_OVIRT_ID}"))
@@ -353,7 +372,8 @@ def policy() -> dict[str, Any]:
         name_rule,
         present.validation(),
         *(rule.validation() for rule in types),
-        *(rule.validation() for rule in _semantic_rules()),
+        *(rule.validation() for rule in _secret_rules()),
+        *(rule.validation() for rule in _vm_rules()),
     ]
     # An update is judged only when it writes the provider spec: the controller's finalizer, a label, a providerID
     # or a scale of an object stored before the policy (or under an older one) is never refused, so an invalid
@@ -363,8 +383,9 @@ def policy() -> dict[str, Any]:
 
 
 def _policy(name: str, resources: list[str], written_name: str, written: str, variables: list[dict[str, str]],
-            validations: list[dict[str, Any]]) -> dict[str, Any]:
-    """A policy on creates of `resources` of machine.openshift.io, and on updates for which `written` holds."""
+            validations: list[dict[str, Any]], group: str = keys.GROUP, version: str = keys.VERSION) -> dict[str, Any]:
+    """A policy on creates of `resources` of `group`/`version` (the Machine API's unless told), and on updates for
+    which `written` holds."""
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingAdmissionPolicy",
@@ -373,8 +394,8 @@ def _policy(name: str, resources: list[str], written_name: str, written: str, va
             "failurePolicy": FAILURE_POLICY,
             "matchConstraints": {
                 "resourceRules": [{
-                    "apiGroups": [keys.GROUP],
-                    "apiVersions": [keys.VERSION],
+                    "apiGroups": [group],
+                    "apiVersions": [version],
                     "operations": ["CREATE", "UPDATE"],
                     "resources": resources,
                 }],
@@ -384,6 +405,30 @@ def _policy(name: str, resources: list[str], written_name: str, written: str, va
             "validations": validations,
         },
     }
+
+
+def infrastructure_policy() -> dict[str, Any]:
+    """OvirtMachine.spec and OvirtMachineTemplate.spec.template.spec: the provider spec's VM rules (one source,
+    `_vm_rules`), in the controller's words (api/infrastructure.py validate_ovirt_machine_spec), then providerID.
+    No type rule: the CRD's structural schema refuses a value of the wrong JSON type before any policy sees it."""
+    machine = "request.resource.resource == 'ovirtmachines'"
+    value_expr = f"{machine} ? {_optional('object', 'spec')} : {_optional('object', 'spec.template.spec')}"
+    path_expr = f"{machine} ? {_lit(infrastructure.MACHINE_SPEC_PATH)} : {_lit(infrastructure.TEMPLATE_SPEC_PATH)}"
+    # Judged when the spec is written; Cluster API's own writes (owner references, labels) and status are not.
+    changed = " || ".join(
+        f"({cond} && {_optional('object', p)} != {_optional('oldObject', p)})"
+        for cond, p in ((machine, "spec"), (f"!({machine})", "spec.template.spec")))
+    provider_id = "variables.providerID"
+    pattern = "^" + re.escape(PROVIDER_ID_PREFIX) + OVIRT_ID_PATTERN.removeprefix("^")
+    provider_id_rule = Rule(
+        "providerID", f"{provider_id} == '' || {provider_id}.matches({_lit(pattern)})",
+        f"'Invalid value: \"' + {provider_id} + "
+        f"{_lit(chr(34) + ': ' + infrastructure.PROVIDER_ID_FORM)}",
+        f"Invalid value: {infrastructure.PROVIDER_ID_FORM}")
+    validations = [rule.validation(infrastructure.MACHINE_SPEC_PATH) for rule in (*_vm_rules(), provider_id_rule)]
+    return _policy(INFRA_POLICY_NAME, ["ovirtmachines", "ovirtmachinetemplates"], "machine-spec-written", changed,
+                   _variables(value_expr, path_expr, ovirt_machine=True), validations,
+                   group=infrastructure.GROUP, version=infrastructure.VERSION)
 
 
 def mhc_policy() -> dict[str, Any]:
@@ -456,9 +501,10 @@ def render() -> dict[str, str]:
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
-        "resources": [POLICY_FILE, MHC_POLICY_FILE],
+        "resources": [POLICY_FILE, MHC_POLICY_FILE, INFRA_POLICY_FILE],
     }
     return {POLICY_FILE: _dump(policy(), binding()), MHC_POLICY_FILE: _dump(mhc_policy(), binding(MHC_POLICY_NAME)),
+            INFRA_POLICY_FILE: _dump(infrastructure_policy(), binding(INFRA_POLICY_NAME)),
             "kustomization.yaml": _dump(kustomization)}
 
 

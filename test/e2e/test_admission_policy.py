@@ -17,7 +17,8 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from api import keys
+from api import infrastructure, keys
+from api.capi import CLUSTER_NAME_LABEL
 from api.field_errors import InvalidProviderSpec
 from api.ids import NOT_AN_OVIRT_ID
 from api.machinehealthcheck import validate_remediation_template
@@ -44,7 +45,7 @@ ID_2 = "0000000b-000b-000b-000b-00000000000b"
 
 
 def shipped() -> list[dict[str, Any]]:
-    return [d for f in (gen_admission.POLICY_FILE, gen_admission.MHC_POLICY_FILE)
+    return [d for f in (gen_admission.POLICY_FILE, gen_admission.MHC_POLICY_FILE, gen_admission.INFRA_POLICY_FILE)
             for d in yaml.safe_load_all((REPO / "config" / "admission" / f).read_text()) if d]
 
 
@@ -482,7 +483,8 @@ def _kinds(cluster, entry_point: str) -> set[tuple[str, str]]:
 def test_standalone_entry_point_ships_the_policy_and_the_openshift_overlay_does_not(cluster):
     """The overlay runs beside MAO, on OpenShift 4.13 and older (the last with the oVirt platform): Kubernetes 1.26,
     which serves no admissionregistration.k8s.io/v1 policies, so shipping it there would fail the apply."""
-    policy_objects = {(kind, name) for name in (gen_admission.POLICY_NAME, gen_admission.MHC_POLICY_NAME)
+    policy_objects = {(kind, name) for name in (gen_admission.POLICY_NAME, gen_admission.MHC_POLICY_NAME,
+                                                gen_admission.INFRA_POLICY_NAME)
                       for kind in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")}
     assert policy_objects <= _kinds(cluster, "config")
     assert not policy_objects & _kinds(cluster, "config/openshift")
@@ -508,3 +510,123 @@ def test_remediation_templates_are_checked_by_their_own_schema(cluster, namespac
         objects.create_namespaced_custom_object(REMEDIATION_GROUP, REMEDIATION_VERSION, namespace,
                                                 "ovirtremediationtemplates", doc, dry_run="All")
     assert refused.value.status == 422 and field in json.loads(refused.value.body)["message"]
+
+
+# --- Cluster API's kinds: OvirtMachine.spec and OvirtMachineTemplate.spec.template.spec, the same VM rules ------------
+
+INFRA_CRDS = tuple(f"{plural}.{infrastructure.GROUP}" for plural in ("ovirtmachines", "ovirtmachinetemplates"))
+# The provider spec's keys OvirtMachine.spec has not (the API server would prune them).
+PROVIDER_SPEC_ONLY = ("apiVersion", "kind", "userDataSecret", "credentialsSecret", "id", "name")
+# Cases whose value has the wrong JSON type: the infrastructure CRDs' structural schema refuses those itself, before
+# any policy sees them (and the API server prunes a null field), so only the VM rules are the policy's there.
+TYPE_CASES = ("memory_as_string", "memory_as_fraction", "memory_beyond_int64", "cpu_as_string", "sockets_as_string",
+              "os_disk_size_as_bool", "clone_as_string", "user_data_secret_as_string", "affinity_groups_as_string",
+              "affinity_group_as_number", "nic_as_string", "nic_profile_as_number", "null_nic")
+VM_RULE_CASES = {case: row for case, row in REFUSED.items()
+                 if case not in TYPE_CASES and not row[1].startswith("userDataSecret")}
+VM_RULE_CASES["provider_id_of_another_provider"] = ({"providerID": "aws:///us-east-1a/i-0123"}, "providerID")
+VM_RULE_CASES["provider_id_not_a_vm_id"] = ({"providerID": "ovirt://worker-0"}, "providerID")
+INFRA_PATHS = {"OvirtMachine": infrastructure.MACHINE_SPEC_PATH, "OvirtMachineTemplate": infrastructure.TEMPLATE_SPEC_PATH}
+
+
+def vm_value(**changes: Any) -> dict[str, Any]:
+    """The samples' VM settings as an OvirtMachine's spec, with some keys changed."""
+    v = value(**changes)
+    for key in PROVIDER_SPEC_ONLY:
+        v.pop(key, None)
+    return v
+
+
+def infra_doc(kind: str, namespace: str, spec: dict[str, Any], name: str = "worker-0") -> dict[str, Any]:
+    body = spec if kind == "OvirtMachine" else {"template": {"spec": spec}}
+    return {"apiVersion": infrastructure.API_VERSION, "kind": kind, "metadata": {"name": name, "namespace": namespace},
+            "spec": body}
+
+
+def infra_refusal(objects, doc: dict[str, Any]) -> str | None:
+    plural = {"OvirtMachine": "ovirtmachines", "OvirtMachineTemplate": "ovirtmachinetemplates"}[doc["kind"]]
+    try:
+        objects.create_namespaced_custom_object(infrastructure.GROUP, infrastructure.VERSION,
+                                                doc["metadata"]["namespace"], plural, doc, dry_run="All")
+    except ApiException as e:
+        assert e.status == 422, e.body
+        message = json.loads(e.body)["message"]
+        assert "denied request: " in message, message
+        return message.split("denied request: ", 1)[1]
+    return None
+
+
+def infra_controller_errors(spec: dict[str, Any], base: str) -> list[str]:
+    """What the OvirtMachine controller says of this spec (api/infrastructure.py)."""
+    try:
+        infrastructure.load_ovirt_machine_spec(spec, base)
+    except InvalidProviderSpec as e:
+        return [str(err) for err in e.errors]
+    return []
+
+
+@pytest.fixture
+def infra_ns(cluster, ns: str, objects) -> str:
+    cluster.wait_established(*INFRA_CRDS)
+    deadline = time.monotonic() + 30
+    for kind in INFRA_PATHS:
+        probe = infra_doc(kind, ns, vm_value(memory_mb=-1), name="probe")
+        while True:
+            try:
+                if infra_refusal(objects, probe) is not None:
+                    break
+            except ApiException as e:  # the kind is not served yet
+                assert e.status == 404, e.body
+            assert time.monotonic() < deadline, f"the policy does not apply to {kind} in {ns}"
+            time.sleep(0.3)
+    return ns
+
+
+@pytest.mark.parametrize("kind", list(INFRA_PATHS))
+@pytest.mark.parametrize("case", VM_RULE_CASES)
+def test_an_ovirt_machine_spec_the_controller_refuses_is_refused_in_its_words(infra_ns, objects, kind, case):
+    changes, field = VM_RULE_CASES[case]
+    spec = vm_value(**changes)
+    base = INFRA_PATHS[kind]
+    said = infra_refusal(objects, infra_doc(kind, infra_ns, spec))
+    assert said is not None, f"{case}: accepted"
+    errors = infra_controller_errors(spec, base)
+    if case == "cluster_id_with_a_trailing_newline":  # a message of more than one line: the rule's static one
+        assert said == f"spec.{field}: Invalid value: {NOT_AN_OVIRT_ID}", said
+        assert any(e.startswith(f"{base}.{field}: Invalid value: ") for e in errors), errors
+        return
+    assert said.startswith(f"{base}.{field}: "), said
+    assert said in errors, (said, errors)
+
+
+@pytest.mark.parametrize("kind", list(INFRA_PATHS))
+@pytest.mark.parametrize("case", [*ACCEPTED, "provider_id"])
+def test_an_ovirt_machine_spec_the_controller_accepts_passes(infra_ns, objects, kind, case):
+    changes = ACCEPTED.get(case, {"providerID": f"ovirt://{ID_1}"})
+    spec = vm_value(**changes)
+    assert infra_controller_errors(spec, INFRA_PATHS[kind]) == [], "not a valid spec"
+    assert infra_refusal(objects, infra_doc(kind, infra_ns, spec)) is None
+
+
+def test_an_ovirt_machine_stored_invalid_can_get_its_labels_and_status_written(cluster, namespace, policy, objects):
+    """Cluster API writes owner references and labels, the controller its status: none of it is judged."""
+    cluster.apply_crds()
+    cluster.wait_established(*INFRA_CRDS)
+    stored = infra_doc("OvirtMachine", namespace, vm_value(memory_mb=-1), name="stored-invalid")
+    assert infra_refusal(objects, stored) is None  # the namespace is not covered yet
+    objects.create_namespaced_custom_object(infrastructure.GROUP, infrastructure.VERSION, namespace, "ovirtmachines",
+                                            stored)
+    cluster.kubectl("label", "namespace", namespace, f"{SELECTOR_LABEL}={policy}")
+    _wait_enforced(objects, namespace)
+
+    def patch(body: dict[str, Any], status: bool = False) -> None:
+        call = (objects.patch_namespaced_custom_object_status if status
+                else objects.patch_namespaced_custom_object)
+        call(infrastructure.GROUP, infrastructure.VERSION, namespace, "ovirtmachines", "stored-invalid", body)
+
+    patch({"metadata": {"labels": {CLUSTER_NAME_LABEL: "c1"}}})
+    patch({"status": {"instanceState": "down"}}, status=True)
+    with pytest.raises(ApiException) as refused:
+        patch({"spec": {"memory_mb": -2}})
+    assert refused.value.status == 422
+    assert f"{infrastructure.MACHINE_SPEC_PATH}.memory_mb: Invalid value: -2" in json.loads(refused.value.body)["message"]

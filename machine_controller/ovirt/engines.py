@@ -65,7 +65,7 @@ class OvirtEngines:
         self._new_pool = new_pool or (lambda: ConnectionPool(size=connections, timeout_s=timeout_s,
                                                              trusted_ca_bundle=trusted_ca_bundle))
         self._secrets: TtlCache[dict] = TtlCache(keep_s, clock)
-        self._bootstrap_data = UserData(rest, key=capi.BOOTSTRAP_DATA_KEY, path=BOOTSTRAP_DATA_PATH,
+        self.bootstrap_data = UserData(rest, key=capi.BOOTSTRAP_DATA_KEY, path=BOOTSTRAP_DATA_PATH,
                                         format_key=capi.BOOTSTRAP_FORMAT_KEY,
                                         formats=tuple(f.value for f in capi.BootstrapFormat),
                                         default_format=capi.DEFAULT_BOOTSTRAP_FORMAT.value)
@@ -104,7 +104,7 @@ class OvirtEngines:
             retired = engine
             pool = self._new_pool()
             pool.set_credentials(creds)
-            actuator = OvirtActuator(OvirtClient(pool, metrics=self._metrics), self._bootstrap_data,
+            actuator = OvirtActuator(OvirtClient(pool, metrics=self._metrics), self.bootstrap_data,
                                      user_data_path=BOOTSTRAP_DATA_PATH)
             if self._wake is not None:
                 actuator.wake_with(self._wake)

@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_kubeconfig_flag(p)
     p.add_argument("--controllers", type=_controllers_arg, default="*", metavar="LIST",
                    help="controllers to run: '*' for all of the Machine API's, names, '-name' to leave one out (e.g. "
-                        f"'{MAO_CONTROLLERS}' beside machine-api-operator's own; the Cluster API ones only when named); known: "
+                        f"'{MAO_CONTROLLERS}' beside machine-api-operator's own; the Cluster API ones only when "
+                        "named); known: "
                         + ", ".join(CONTROLLER_NAMES))
     p.add_argument("--namespace", default="openshift-machine-api",
                    help="namespace whose Machines are reconciled; '' for all namespaces")

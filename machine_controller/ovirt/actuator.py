@@ -307,8 +307,8 @@ class OvirtActuator:
             # The name is checked above and the rest of the request is made of checked values and ids: what the
             # engine cannot read is the user data, and reading it again will not change that.
             raise InvalidMachineConfiguration(
-                f"{self._user_data_path}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's user "
-                f"data: {e}") from None
+                f"{self._user_data_path}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's "
+                f"user data: {e}") from None
         except ConflictError:
             # The name is taken: an earlier attempt whose answer we lost created it. It is ours.
             existing = self.client.vm_by_name(name)

@@ -120,7 +120,11 @@ def add_ovirtcluster_controller(manager: Manager, rest: Rest, ovirt_clusters: In
                 if set(cluster_of_ovirt_cluster(oc)) & set(keys)]
 
     clusters.add_handler(enqueue_mapped(queue, lambda c: of_clusters([object_key(c)])))
+    def machine_deleted(om: dict) -> None:
+        for key in of_clusters(cluster_index(om)):
+            queue.add(key)
+
     # Only a deletion: an OvirtMachine's other changes tell its OvirtCluster nothing.
-    ovirt_machines.add_handler(EventHandler(on_delete=lambda om: [queue.add(k) for k in of_clusters(cluster_index(om))]))
+    ovirt_machines.add_handler(EventHandler(on_delete=machine_deleted))
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, registry=manager.registry))
     return reconciler

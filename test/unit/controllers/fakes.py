@@ -506,3 +506,29 @@ class FakeEngines:
 
     def forget(self, key: str) -> None:
         self.forgotten.append(key)
+
+
+def run_passes(reconcile: Any, key: str, results: list) -> None:
+    """Reconcile `key` once per entry of `results`, as the work queue would (a lost race ended as the controller loop
+    ends it), checking each pass: what it returns, or the exception class it raises."""
+    import pytest
+
+    from machine_controller.runtime.controller import settle
+
+    for i, expected in enumerate(results):
+        if isinstance(expected, type) and issubclass(expected, BaseException):
+            with pytest.raises(expected):
+                settle(reconcile, key)
+        else:
+            assert settle(reconcile, key) == expected, f"pass {i}"
+
+
+def check_conditions(status: dict, want: dict[str, str]) -> dict[str, dict]:
+    """Each condition type of `want` is in `status` with the status ("True") or status and reason ("False/Reason")
+    given; returns the conditions by type."""
+    got = {c["type"]: c for c in status.get("conditions") or []}
+    for ctype, expected in want.items():
+        assert ctype in got, f"no {ctype} condition: {sorted(got)}"
+        have = got[ctype]["status"] + (f"/{got[ctype]['reason']}" if "/" in expected else "")
+        assert have == expected, ctype
+    return got

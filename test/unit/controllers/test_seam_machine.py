@@ -20,7 +20,8 @@ SPEC = {"template_name": "ubuntu-2404-kube", "type": "server", "cpu": {"sockets"
         "memory_mb": 4096, "os_disk": {"size_gb": 20}}
 META = ObjectMeta(name="c1-md-0-abcde", namespace="ns", uid="om-uid")
 OC = OvirtCluster.from_dict({"metadata": {"name": "c1"}, "spec": {
-    "identityRef": {"name": "engine"}, "clusterId": DEFAULT, "failureDomains": [{"name": "zone-b", "clusterId": ZONE}]}})
+    "identityRef": {"name": "engine"}, "clusterId": DEFAULT,
+    "failureDomains": [{"name": "zone-b", "clusterId": ZONE}]}})
 
 
 def capi_machine(failure_domain: str = "", secret: str | None = "boot", node: str = "") -> CapiMachine:

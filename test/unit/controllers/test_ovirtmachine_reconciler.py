@@ -218,6 +218,15 @@ def _removed_from_the_api(w: World) -> None:
     w.api.remove(OVIRT_MACHINES, NAME, NS)
 
 
+def _status_written_behind_the_cache(w: World) -> None:
+    w.api.freeze_cache(OVIRT_MACHINES)
+    w.api.touch(OVIRT_MACHINES, NAME, NS, {"status": {"instanceState": "written by another"}})
+
+
+def _no_instance_id(w: World) -> None:
+    assert "instanceId" not in (w.obj() or {}).get("status", {})
+
+
 def _deleted_ids_dropped(w: World) -> None:
     o = w.obj()
     assert o is not None
@@ -285,6 +294,10 @@ ROWS = [
         status_fields={"instanceId": VM, "instanceState": "image_locked"},
         check=lambda w: (_finalizer_before_every_engine_call(w), _described_as_the_seam_machine(w),
                          _status_guarded_when_recording(w))),
+    Row("recording the id over a status changed meanwhile -> looked at again, nothing overwritten",
+        ovirt_machine(finalizer=True), [Result(requeue_after=0.5)], provision=[CLONING], calls={"provision": 1},
+        setup=_status_written_behind_the_cache, status_fields={"instanceState": "written by another"},
+        check=lambda w: _no_instance_id(w)),
     Row("the failure domain's oVirt cluster", ovirt_machine(), [Result(requeue_after=5.0)],
         machine=capi_machine(failure_domain="zone-b"), provision=[CLONING], calls={"provision": 1},
         check=_placed_in_the_failure_domain),

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from api import keys
+from api import infrastructure, keys
+from api.capi import CLUSTER_NAME_LABEL
+from api.infrastructure import OvirtMachine
 from api.machine import Machine, MachineSpec
 from api.machinehealthcheck import MachineHealthCheck
 from api.machineset import MachineSet
@@ -260,3 +262,75 @@ def test_deleting_a_machineset_garbage_collects_its_machines(crds, namespace):
         assert time.monotonic() < deadline, f"owned machine not garbage-collected: {names}"
         time.sleep(0.5)
     assert names == ["machine.machine.openshift.io/orphan-1"]
+
+
+# --- Cluster API's infrastructure kinds ----------------------------------------------------------------------------
+
+INFRA_KINDS = {"ovirtclusters": "OvirtCluster", "ovirtmachines": "OvirtMachine",
+               "ovirtmachinetemplates": "OvirtMachineTemplate"}
+VM_ID = "0b0c3f1e-0000-4000-8000-000000000001"
+CLUSTER_ID = "0b0c3f1e-0000-4000-8000-0000000000c1"
+VM = {"template_name": "ubuntu-2404-kube", "cluster_id": CLUSTER_ID, "memory_mb": 4096,
+      "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "os_disk": {"size_gb": 20}, "type": "server"}
+
+
+@pytest.fixture
+def infra_crds(crds):
+    crds.wait_established(*(f"{plural}.{infrastructure.GROUP}" for plural in INFRA_KINDS))
+    return crds
+
+
+def infra(kind: str, name: str, namespace: str, spec: dict) -> dict:
+    return {"apiVersion": infrastructure.API_VERSION, "kind": kind, "metadata": {
+        "name": name, "namespace": namespace, "labels": {CLUSTER_NAME_LABEL: "c1"}}, "spec": spec}
+
+
+def test_infrastructure_crds_carry_the_contract_label_cluster_api_reads(infra_crds):
+    for plural, kind in INFRA_KINDS.items():
+        served = json.loads(infra_crds.kubectl("get", "crd", f"{plural}.{infrastructure.GROUP}", "-o", "json").stdout)
+        assert served["metadata"]["labels"][infrastructure.CONTRACT_LABEL] == infrastructure.VERSION
+        assert [v["name"] for v in served["spec"]["versions"] if v["served"]] == [infrastructure.VERSION]
+        assert served["spec"]["names"]["kind"] == kind
+
+
+def test_a_cluster_api_set_of_ovirt_objects_is_accepted_with_status_as_a_subresource(infra_crds, namespace):
+    cluster = infra("OvirtCluster", "c1", namespace, {
+        "controlPlaneEndpoint": {"host": "api.c1.example", "port": 6443}, "identityRef": {"name": "c1-engine"},
+        "clusterId": CLUSTER_ID, "failureDomains": [{"name": "fd-a", "clusterId": CLUSTER_ID, "controlPlane": True}]})
+    template = infra("OvirtMachineTemplate", "c1-md-0-t1", namespace, {"template": {"spec": VM}})
+    machine = infra("OvirtMachine", "c1-md-0-abcde", namespace, {**VM, "providerID": f"ovirt://{VM_ID}"})
+    provisioned = {"initialization": {"provisioned": True}}
+    for doc, status in ((cluster, provisioned), (template, {"capacity": {"cpu": "2"}}), (machine, provisioned)):
+        apply(infra_crds, {**doc, "status": status})
+    stored = OvirtMachine.from_dict(get(infra_crds, "ovirtmachine", "c1-md-0-abcde", namespace))
+    assert stored.spec.provider_id == f"ovirt://{VM_ID}" and stored.spec.memory_mb == 4096
+    for plural, name in (("ovirtclusters", "c1"), ("ovirtmachinetemplates", "c1-md-0-t1"),
+                         ("ovirtmachines", "c1-md-0-abcde")):
+        assert not get(infra_crds, plural, name, namespace).get("status"), plural
+
+
+def test_get_ovirtmachines_prints_cluster_provisioned_state_providerid(infra_crds, namespace):
+    apply(infra_crds, infra("OvirtMachine", "c1-md-0-abcde", namespace, {**VM, "providerID": f"ovirt://{VM_ID}"}))
+    infra_crds.kubectl("patch", "ovirtmachine", "c1-md-0-abcde", "-n", namespace, "--subresource=status",
+                       "--type=merge", "-p", json.dumps({"status": {"initialization": {"provisioned": True},
+                                                                    "instanceState": "up", "instanceId": VM_ID}}))
+    lines = infra_crds.kubectl("get", "ovirtmachines", "-n", namespace).stdout.splitlines()
+    assert lines[0].split() == ["NAME", "CLUSTER", "PROVISIONED", "STATE", "PROVIDERID", "AGE"]
+    assert lines[1].split()[:5] == ["c1-md-0-abcde", "c1", "true", "up", f"ovirt://{VM_ID}"]
+    # Listed with Cluster API's own kinds.
+    assert "ovirtmachine." in infra_crds.kubectl("get", "cluster-api", "-n", namespace, "-o", "name").stdout
+
+
+@pytest.mark.parametrize("kind, spec, field", [
+    ("OvirtCluster", {"identityRef": {"name": "e"}, "controlPlaneEndpoint": {"port": 70000}},
+     "spec.controlPlaneEndpoint.port"),
+    ("OvirtCluster", {"identityRef": {"name": "e"}, "clusterId": "Default"}, "spec.clusterId"),
+    ("OvirtCluster", {"clusterId": CLUSTER_ID}, "spec.identityRef"),
+    ("OvirtCluster", {"identityRef": {"name": "e"}, "failureDomains": [{"name": "fd-a"}]},
+     "spec.failureDomains[0].clusterId"),
+    ("OvirtMachine", {**VM, "memory_mb": "4096"}, "spec.memory_mb"),
+    ("OvirtMachineTemplate", {}, "spec.template"),
+])
+def test_infrastructure_objects_their_schema_refuses(infra_crds, namespace, kind, spec, field):
+    out = apply(infra_crds, infra(kind, "bad", namespace, spec), check=False)
+    assert out.returncode != 0 and field in out.stderr, out.stderr

@@ -21,8 +21,13 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from api import capi
-from api.infrastructure import (IDENTITY_CA_KEY, IDENTITY_INSECURE_KEY, IDENTITY_PASSWORD_KEY, IDENTITY_URL_KEY,
-                                IDENTITY_USERNAME_KEY)
+from api.infrastructure import (
+    IDENTITY_CA_KEY,
+    IDENTITY_INSECURE_KEY,
+    IDENTITY_PASSWORD_KEY,
+    IDENTITY_URL_KEY,
+    IDENTITY_USERNAME_KEY,
+)
 from machine_controller.controllers.provider import EngineIdentity, MissingDependency
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
 from machine_controller.runtime.kube import SECRETS, Rest, is_not_found

@@ -20,17 +20,21 @@ from dataclasses import dataclass
 from api import capi
 from api.capi import is_paused
 from api.infrastructure import CLUSTER_FINALIZER, ConditionType, OvirtCluster
+from machine_controller.controllers.infrastructure.objects import ObjectWriter, Reason, condition, has_condition
+from machine_controller.controllers.infrastructure.resources import (
+    INDEX_CLUSTER,
+    OVIRT_CLUSTERS,
+    capi_cluster,
+    cluster_index,
+    cluster_of_ovirt_cluster,
+)
+from machine_controller.controllers.provider import ActuatorError, EngineIdentity, Engines, MissingDependency
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer, Store
 from machine_controller.runtime.kube import Rest, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.provider import ActuatorError, EngineIdentity, Engines, MissingDependency
-from machine_controller.controllers.infrastructure.objects import ObjectWriter, Reason, condition, has_condition
-from machine_controller.controllers.infrastructure.resources import (INDEX_CLUSTER, OVIRT_CLUSTERS, capi_cluster,
-                                                                     cluster_index, cluster_of_ovirt_cluster)
 
 
 @dataclass(frozen=True)

@@ -33,21 +33,34 @@ import structlog
 from api import capi
 from api.capi import CapiCluster, CapiMachine, cluster_name, is_paused
 from api.infrastructure import MACHINE_FINALIZER, ConditionType, OvirtCluster, OvirtMachineStatus
+from api.machine import Machine
 from api.meta import ObjectMeta
+from machine_controller.controllers.infrastructure.objects import ObjectWriter, Reason, condition, has_condition
+from machine_controller.controllers.infrastructure.resources import (
+    INDEX_CLUSTER,
+    OVIRT_MACHINES,
+    capi_cluster,
+    capi_machine_of,
+    cluster_of_ovirt_cluster,
+    ovirt_cluster_of,
+)
+from machine_controller.controllers.infrastructure.seam_machine import seam_machine
+from machine_controller.controllers.provider import (
+    Actuator,
+    ActuatorError,
+    EngineIdentity,
+    Engines,
+    InstanceNotOwned,
+    InvalidMachineConfiguration,
+    MissingDependency,
+    Progress,
+)
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.provider import (ActuatorError, EngineIdentity, Engines, InstanceNotOwned,
-                                                     InvalidMachineConfiguration, MissingDependency, Progress)
-from machine_controller.controllers.infrastructure.objects import ObjectWriter, Reason, condition, has_condition
-from machine_controller.controllers.infrastructure.resources import (INDEX_CLUSTER, OVIRT_MACHINES, capi_cluster,
-                                                                     capi_machine_of, cluster_of_ovirt_cluster,
-                                                                     ovirt_cluster_of)
-from machine_controller.controllers.infrastructure.seam_machine import seam_machine
 
 log = structlog.get_logger(__name__)
 
@@ -158,7 +171,7 @@ class OvirtMachineReconciler:
         ovirt_cluster = ovirt_cluster_of(self._ovirt_clusters, cluster) if cluster is not None else None
         return _Pass(obj, meta, status, machine, cluster, ovirt_cluster)
 
-    def _actuator(self, p: _Pass) -> Any:
+    def _actuator(self, p: _Pass) -> Actuator:
         assert p.ovirt_cluster is not None
         identity = EngineIdentity(p.meta.namespace, p.ovirt_cluster.spec.identity_ref.name)
         try:
@@ -184,7 +197,7 @@ class OvirtMachineReconciler:
                                     condition(ConditionType.READY, False, reason, message, p.meta.generation)],
                             guarded=bool(new_id), **fields)
 
-    def _refresh(self, p: _Pass, actuator: Any, machine: Any) -> Result | None:
+    def _refresh(self, p: _Pass, actuator: Actuator, machine: Machine) -> Result | None:
         status = actuator.status(machine)
         gen = p.meta.generation
         if status is None:
@@ -257,7 +270,7 @@ class OvirtMachineReconciler:
         return None
 
     # --- outcomes -------------------------------------------------------------------------------------------
-    def _wait(self, p: _Pass, reason: Reason, message: str) -> None:
+    def _wait(self, p: _Pass, reason: Reason, message: str) -> Result | None:
         self._not_provisioned(p, reason, message)
         return None
 
@@ -270,7 +283,7 @@ class OvirtMachineReconciler:
             conditions.append(condition(ConditionType.INSTANCE_PROVISIONED, False, reason, message, gen))
         self._writer.status(p.obj, conditions)
 
-    def _invalid(self, p: _Pass, message: str) -> None:
+    def _invalid(self, p: _Pass, message: str) -> Result | None:
         """The spec can never be built: said once (a Warning), and nothing is done until it is edited."""
         self._not_provisioned(p, Reason.INVALID_CONFIGURATION, message, event=Reason.INVALID_CONFIGURATION)
         return None

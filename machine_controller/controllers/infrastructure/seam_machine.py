@@ -18,7 +18,6 @@ from api.field_errors import InvalidProviderSpec
 from api.infrastructure import MACHINE_SPEC_PATH, OvirtCluster, load_ovirt_machine_spec, to_provider_spec
 from api.machine import Machine
 from api.meta import ObjectMeta
-
 from machine_controller.controllers.provider import InvalidMachineConfiguration, MissingDependency
 
 

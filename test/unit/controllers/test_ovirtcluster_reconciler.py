@@ -4,23 +4,26 @@ was asked, for which identity."""
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
+from fakes import FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 from api import capi
 from api.infrastructure import CLUSTER_FINALIZER
 from api.meta import format_time, now
 from machine_controller.controllers.infrastructure.ovirtcluster import OvirtClusterReconciler
-from machine_controller.controllers.infrastructure.resources import (CAPI_CLUSTERS, INDEX_CLUSTER, OVIRT_CLUSTERS,
-                                                                     OVIRT_MACHINES, cluster_index)
+from machine_controller.controllers.infrastructure.resources import (
+    CAPI_CLUSTERS,
+    INDEX_CLUSTER,
+    OVIRT_CLUSTERS,
+    OVIRT_MACHINES,
+    cluster_index,
+)
 from machine_controller.controllers.provider import ActuatorError, EngineIdentity, MissingDependency
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
-
-from fakes import FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 NS = "capi-ns"
 CLUSTER = "c1"
@@ -148,7 +151,8 @@ ROWS = [
     Row("deleting while OvirtMachines of its Cluster exist -> the finalizer stays",
         ovirt_cluster(finalizer=True, deleting=True), [None, None],
         ovirt_machines=[ovirt_machine("m-1"), ovirt_machine("other", cluster_name="c2")],
-        conditions={"Ready": "False/WaitingForMachines"}, message=f"1 OvirtMachine(s) of the Cluster to be deleted first: {NS}/m-1"),
+        conditions={"Ready": "False/WaitingForMachines"},
+        message=f"1 OvirtMachine(s) of the Cluster to be deleted first: {NS}/m-1"),
     Row("deleting, no OvirtMachine of its Cluster left -> the finalizer goes",
         ovirt_cluster(finalizer=True, deleting=True), [None], ovirt_machines=[ovirt_machine("x", cluster_name="c2")],
         gone=True),

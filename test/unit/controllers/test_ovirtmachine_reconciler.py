@@ -14,19 +14,31 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
+from fakes import FakeActuator, FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 from api import capi
 from api.infrastructure import MACHINE_FINALIZER
 from api.meta import NodeAddress, format_time, now
 from machine_controller.controllers.infrastructure.ovirtmachine import OvirtMachineReconciler
-from machine_controller.controllers.infrastructure.resources import (CAPI_CLUSTERS, CAPI_MACHINES, INDEX_CLUSTER,
-                                                                     OVIRT_CLUSTERS, OVIRT_MACHINES, cluster_index)
-from machine_controller.controllers.provider import (ActuatorError, EngineIdentity, InstanceNotOwned, InstanceStatus,
-                                                     InvalidMachineConfiguration, MissingDependency, Progress)
+from machine_controller.controllers.infrastructure.resources import (
+    CAPI_CLUSTERS,
+    CAPI_MACHINES,
+    INDEX_CLUSTER,
+    OVIRT_CLUSTERS,
+    OVIRT_MACHINES,
+    cluster_index,
+)
+from machine_controller.controllers.provider import (
+    ActuatorError,
+    EngineIdentity,
+    InstanceNotOwned,
+    InstanceStatus,
+    InvalidMachineConfiguration,
+    MissingDependency,
+    Progress,
+)
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
-
-from fakes import FakeActuator, FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 NS = "capi-ns"
 CLUSTER = "c1"

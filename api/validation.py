@@ -1,4 +1,6 @@
 """Validation of an OvirtMachineProviderSpec before any oVirt call (docs/compatibility.md#provider-spec), reporting every problem.
+All but the user data Secret's rule are the VM settings' (`validate_vm_spec`), which judge Cluster API's
+OvirtMachine.spec too (api/infrastructure.py): one validation, in the same words, for both front ends.
 
 The rules of the Go actuator's validations.go, in its order, plus those a careful implementation adds where
 the Go code lets a bad spec through to a confusing engine fault or silently ignores a setting:

@@ -297,3 +297,42 @@ def test_the_generator_renders_the_three_kinds():
     for plural in ("ovirtclusters", "ovirtmachines", "ovirtmachinetemplates"):
         assert f"{infrastructure.GROUP}_{plural}.yaml" in rendered
     assert "labels" not in yaml.safe_load(rendered["machine.openshift.io_machines.yaml"])["metadata"]
+
+
+# --- RBAC: what the contract asks for Cluster API's manager, and what our controllers need ------------------------------
+
+RBAC_DIR = CRD_DIR.parent / "rbac"
+KINDS = ("ovirtclusters", "ovirtmachines", "ovirtmachinetemplates")
+
+
+def _rules(name: str) -> list[dict]:
+    docs = [d for f in sorted((RBAC_DIR / "infrastructure").glob("*.yaml")) if f.name != "kustomization.yaml"
+            for d in yaml.safe_load_all(f.read_text()) if d]
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole" and d["metadata"]["name"] == name]
+    return role
+
+
+def _allowed(role: dict, group: str, resource: str, verb: str) -> bool:
+    return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"] for r in role["rules"])
+
+
+def test_cluster_api_manager_gets_full_access_to_the_three_kinds_by_aggregation():
+    role = _rules("ovirt-machine-controller-capi-manager")
+    assert role["metadata"]["labels"] == {capi.AGGREGATE_TO_MANAGER_LABEL: "true"}
+    for resource in (*KINDS, *(f"{k}/status" for k in KINDS)):
+        for verb in ("get", "list", "watch", "create", "update", "patch", "delete"):
+            assert _allowed(role, infrastructure.GROUP, resource, verb), (resource, verb)
+
+
+def test_the_controllers_role_reads_cluster_api_and_patches_only_its_own_kinds():
+    role = _rules("ovirt-machine-controller-infrastructure")
+    for kind in KINDS:
+        assert all(_allowed(role, infrastructure.GROUP, kind, v) for v in ("get", "list", "watch", "patch")), kind
+        assert _allowed(role, infrastructure.GROUP, f"{kind}/status", "patch"), kind
+        assert not _allowed(role, infrastructure.GROUP, kind, "delete") and not _allowed(
+            role, infrastructure.GROUP, kind, "create"), kind
+    for resource in ("clusters", "machines"):
+        assert all(_allowed(role, capi.GROUP, resource, v) for v in ("get", "list", "watch")), resource
+        assert not any(_allowed(role, capi.GROUP, resource, v) for v in ("patch", "update", "delete")), resource
+    assert _allowed(role, "", "secrets", "get") and not _allowed(role, "", "secrets", "list")
+    assert "infrastructure" in yaml.safe_load((RBAC_DIR / "kustomization.yaml").read_text())["resources"]

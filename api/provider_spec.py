@@ -1,5 +1,6 @@
 """OvirtMachineProviderSpec / OvirtMachineProviderStatus (`ovirtproviderconfig.machine.openshift.io/v1beta1`,
-docs/compatibility.md#provider-spec): the raw `spec.providerSpec.value` of an oVirt Machine and its `status.providerStatus`.
+docs/compatibility.md#provider-spec): the raw `spec.providerSpec.value` of an oVirt Machine and its
+`status.providerStatus`.
 
 The JSON keys are those of cluster-api-provider-ovirt: snake_case for the VM settings, camelCase for the two
 secret references. The Go actuator YAML-unmarshals the raw value, so JSON and YAML are both accepted and
@@ -19,8 +20,8 @@ import yaml
 
 from api._codec import DecodeError, JSONObject, from_dict
 from api._fields import prop
-from api.meta import LocalObjectReference
 from api.field_errors import FieldError, InvalidProviderSpec
+from api.meta import LocalObjectReference
 
 T = TypeVar("T")
 
@@ -78,9 +79,9 @@ class NetworkInterface(JSONObject):
 
 @dataclass
 class VMSpec(JSONObject):
-    """The VM settings of an oVirt machine: one definition for both front ends (docs/architecture.md#layers), the
-    Machine API's provider spec (OvirtMachineProviderSpec) and Cluster API's OvirtMachine.spec
-    (api/infrastructure.py). `api.validation.validate_vm_spec` judges them for both."""
+    """The VM settings of an oVirt machine, one definition for both front ends of the seam
+    (docs/architecture.md#the-seam): the Machine API's provider spec (OvirtMachineProviderSpec) and Cluster API's
+    OvirtMachine.spec (api/infrastructure.py). `api.validation.validate_vm_spec` judges them for both."""
 
     template_name: str = prop("template_name", default="", omitempty=False,
                               doc="Name of the oVirt template the VM is created from.")
@@ -177,18 +178,21 @@ def _load(raw: bytes | str | Mapping[str, Any] | None) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidProviderSpec([FieldError(PROVIDER_SPEC_PATH, f"Invalid value: cannot parse as JSON or YAML: {e}")])
+        raise InvalidProviderSpec(
+            [FieldError(PROVIDER_SPEC_PATH, f"Invalid value: cannot parse as JSON or YAML: {e}")]) from None
 
 
 def parse_provider_spec(raw: bytes | str | Mapping[str, Any] | None) -> OvirtMachineProviderSpec:
     """Parse a providerSpec value given as JSON/YAML text or an already-decoded mapping.
 
     Unknown keys are ignored. A missing value, a non-object document or a value of the wrong JSON type raise
-    InvalidProviderSpec (the actuator turns it into an InvalidConfiguration failure, docs/compatibility.md#creating-a-vm).
+    InvalidProviderSpec (the actuator turns it into an InvalidConfiguration failure,
+    docs/compatibility.md#creating-a-vm).
     """
     data = _load(raw)
     if data is None:
-        raise InvalidProviderSpec([FieldError(PROVIDER_SPEC_PATH, "Required value: the oVirt provider spec is missing")])
+        raise InvalidProviderSpec(
+            [FieldError(PROVIDER_SPEC_PATH, "Required value: the oVirt provider spec is missing")])
     return decode_spec(OvirtMachineProviderSpec, data, PROVIDER_SPEC_PATH)
 
 

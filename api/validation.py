@@ -1,5 +1,5 @@
-"""Validation of an OvirtMachineProviderSpec before any oVirt call (docs/compatibility.md#provider-spec), reporting every problem.
-All but the user data Secret's rule are the VM settings' (`validate_vm_spec`), which judge Cluster API's
+"""Validation of an OvirtMachineProviderSpec before any oVirt call (docs/compatibility.md#provider-spec), reporting
+every problem. All but the user data Secret's rule are the VM settings' (`validate_vm_spec`), which judge Cluster API's
 OvirtMachine.spec too (api/infrastructure.py): one validation, in the same words, for both front ends.
 
 The rules of the Go actuator's validations.go, in its order, plus those a careful implementation adds where
@@ -25,7 +25,6 @@ from typing import Any, Mapping
 
 from api.field_errors import FieldError, InvalidProviderSpec
 from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
-from api.search_text import UNSEARCHABLE, unsearchable_char
 from api.provider_spec import (
     HUGEPAGES_SIZES,
     PROVIDER_SPEC_PATH,
@@ -36,6 +35,7 @@ from api.provider_spec import (
     VMType,
     parse_provider_spec,
 )
+from api.search_text import UNSEARCHABLE, unsearchable_char
 
 __all__ = ["FieldError", "InvalidProviderSpec", "load_provider_spec", "validate_provider_spec", "validate_vm_spec"]
 

@@ -35,7 +35,6 @@ import yaml
 from api import infrastructure, keys
 from api import machinehealthcheck as mhc
 from api.ids import NOT_AN_OVIRT_ID, OVIRT_ID_PATTERN, PROVIDER_ID_PREFIX
-from api.search_text import UNSEARCHABLE, UNSEARCHABLE_PATTERN
 from api.provider_spec import (
     HUGEPAGES_SIZES,
     PROVIDER_SPEC_PATH,
@@ -45,7 +44,15 @@ from api.provider_spec import (
     VMSpec,
     VMType,
 )
-from api.validation import MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE, MAX_VCPUS
+from api.search_text import UNSEARCHABLE, UNSEARCHABLE_PATTERN
+from api.validation import (
+    MAX_CORES_PER_SOCKET,
+    MAX_DISK_GB,
+    MAX_MEMORY_MB,
+    MAX_SOCKETS,
+    MAX_THREADS_PER_CORE,
+    MAX_VCPUS,
+)
 from hack import generated
 from hack.gen_crds import object_schema
 from machine_controller.ovirt.engine_limits import MAX_VM_NAME_LENGTH
@@ -269,8 +276,8 @@ def _vm_rules() -> list[Rule]:
         ]
     # The product only once each factor is in range: the rules above refuse the others, and a product of
     # unbounded factors could overflow CEL's int.
-    in_range = " || ".join(f"{var}{n} <= 0 || {var}{n} > {lim}" for n, lim in
-                           (("sockets", MAX_SOCKETS), ("cores", MAX_CORES_PER_SOCKET), ("threads", MAX_THREADS_PER_CORE)))
+    limits = (("sockets", MAX_SOCKETS), ("cores", MAX_CORES_PER_SOCKET), ("threads", MAX_THREADS_PER_CORE))
+    in_range = " || ".join(f"{var}{n} <= 0 || {var}{n} > {lim}" for n, lim in limits)
     vcpus = f"{var}sockets * {var}cores * {var}threads"
     rules += [
         Rule("cpu", f"{cpu_checked} || {in_range} || {vcpus} <= {MAX_VCPUS}",
@@ -332,7 +339,8 @@ def _vm_rules() -> list[Rule]:
         Rule("network_interfaces[].vnic_profile_id", f"{nics}.all(n, {nic_ok})",
              _lit("Required value: must be the ID of an oVirt vNIC profile"),
              "Required value: must be the ID of an oVirt vNIC profile",
-             field_expr=f"'.network_interfaces[' + string({nics}.map(n, {nic_ok}).indexOf(false)) + '].vnic_profile_id'"),
+             field_expr=f"'.network_interfaces[' + string({nics}.map(n, {nic_ok}).indexOf(false)) + "
+                        "'].vnic_profile_id'"),
         Rule("network_interfaces[].vnic_profile_id", f"{nics}.all(n, {nic_id_ok})",
              f"'Invalid value: \"' + {nics}[{bad_nic}].vnic_profile_id + {_lit(chr(34) + ': ' + NOT_AN_OVIRT_ID)}",
              f"Invalid value: {NOT_AN_OVIRT_ID}",

@@ -5,7 +5,8 @@
 
 The schema of each CRD is derived from the dataclass fields and their `prop(...)` declarations (JSON names,
 required, OpenAPI keywords); names, categories, labels (Cluster API's contract label), printer columns and the
-scale subresource come from each type's `crd: CRDInfo`. Output is deterministic: keys sorted, lists in declaration order.
+scale subresource come from each type's `crd: CRDInfo`. Output is deterministic: keys sorted, lists in declaration
+order.
 """
 
 from __future__ import annotations

@@ -528,7 +528,8 @@ VM_RULE_CASES = {case: row for case, row in REFUSED.items()
                  if case not in TYPE_CASES and not row[1].startswith("userDataSecret")}
 VM_RULE_CASES["provider_id_of_another_provider"] = ({"providerID": "aws:///us-east-1a/i-0123"}, "providerID")
 VM_RULE_CASES["provider_id_not_a_vm_id"] = ({"providerID": "ovirt://worker-0"}, "providerID")
-INFRA_PATHS = {"OvirtMachine": infrastructure.MACHINE_SPEC_PATH, "OvirtMachineTemplate": infrastructure.TEMPLATE_SPEC_PATH}
+INFRA_PATHS = {"OvirtMachine": infrastructure.MACHINE_SPEC_PATH,
+               "OvirtMachineTemplate": infrastructure.TEMPLATE_SPEC_PATH}
 
 
 def vm_value(**changes: Any) -> dict[str, Any]:
@@ -613,4 +614,5 @@ def test_an_ovirt_machine_stored_invalid_can_get_its_labels_and_status_written(c
     with pytest.raises(ApiException) as refused:
         patch({"spec": {"memory_mb": -2}})
     assert refused.value.status == 422
-    assert f"{infrastructure.MACHINE_SPEC_PATH}.memory_mb: Invalid value: -2" in json.loads(refused.value.body)["message"]
+    said = json.loads(refused.value.body)["message"]
+    assert f"{infrastructure.MACHINE_SPEC_PATH}.memory_mb: Invalid value: -2" in said, said

@@ -91,8 +91,8 @@ def test_ovirt_cluster_and_template_round_trip():
                                            {"name": "fd-b", "clusterId": ID_2}]},
                "status": {"initialization": {"provisioned": True},
                           "failureDomains": [{"name": "fd-a", "controlPlane": True, "attributes": {"clusterId": ID_1}}],
-                          "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-11-29T01:00:00Z",
-                                          "reason": "Provisioned", "message": ""}]}}
+                          "conditions": [{"type": "Ready", "status": "True", "reason": "Provisioned", "message": "",
+                                          "lastTransitionTime": "2026-11-29T01:00:00Z"}]}}
     template = {"apiVersion": infrastructure.API_VERSION, "kind": "OvirtMachineTemplate",
                 "metadata": {"name": "md-0-t1", "namespace": "team-a"},
                 "spec": {"template": {"metadata": {"labels": {"tier": "web"}}, "spec": VM}},
@@ -213,7 +213,8 @@ def test_to_provider_spec_gives_a_valid_provider_spec_with_the_same_vm_settings(
 # --- conditions ------------------------------------------------------------------------------------------------------
 
 def test_a_condition_keeps_its_transition_time_until_its_status_changes():
-    t0, t1 = dt.datetime(2026, 11, 29, 1, 0, tzinfo=dt.timezone.utc), dt.datetime(2026, 11, 29, 2, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 29, 1, 0, tzinfo=dt.timezone.utc)
+    t1 = dt.datetime(2026, 11, 29, 2, 0, tzinfo=dt.timezone.utc)
     other = StatusCondition(type="Paused", status="False", last_transition_time="2026-11-28T00:00:00Z")
     first = set_status_condition([other], StatusCondition(type="Ready", status="False", reason="Waiting"), at=t0)
     assert [c.type for c in first] == ["Paused", "Ready"] and first[1].last_transition_time == "2026-11-29T01:00:00Z"
@@ -225,7 +226,7 @@ def test_a_condition_keeps_its_transition_time_until_its_status_changes():
     assert first[1].reason == "Waiting"  # the input list is not modified
 
 
-# --- Cluster API's own objects, read -----------------------------------------------------------------------------------
+# --- Cluster API's own objects, read ----------------------------------------------------------------------------------
 
 def test_a_cluster_api_machine_and_cluster_are_read_as_v1beta2_writes_them():
     machine = CapiMachine.from_dict({
@@ -251,7 +252,7 @@ def test_a_cluster_api_machine_and_cluster_are_read_as_v1beta2_writes_them():
     assert capi.is_paused(None, ObjectMeta(annotations={capi.PAUSED_ANNOTATION: ""}))
 
 
-# --- the CRDs ----------------------------------------------------------------------------------------------------------
+# --- the CRDs ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("plural, kind", [("ovirtclusters", "OvirtCluster"), ("ovirtmachines", "OvirtMachine"),
                                           ("ovirtmachinetemplates", "OvirtMachineTemplate")])
@@ -299,7 +300,7 @@ def test_the_generator_renders_the_three_kinds():
     assert "labels" not in yaml.safe_load(rendered["machine.openshift.io_machines.yaml"])["metadata"]
 
 
-# --- RBAC: what the contract asks for Cluster API's manager, and what our controllers need ------------------------------
+# --- RBAC: what the contract asks for Cluster API's manager, and what our controllers need ----------------------------
 
 RBAC_DIR = CRD_DIR.parent / "rbac"
 KINDS = ("ovirtclusters", "ovirtmachines", "ovirtmachinetemplates")

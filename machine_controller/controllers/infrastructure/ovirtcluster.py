@@ -29,7 +29,14 @@ from machine_controller.controllers.infrastructure.resources import (
     cluster_of_ovirt_cluster,
 )
 from machine_controller.controllers.provider import ActuatorError, EngineIdentity, Engines, MissingDependency
-from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, unless_own_write
+from machine_controller.runtime.controller import (
+    Controller,
+    Result,
+    enqueue_mapped,
+    enqueue_object,
+    unless_own_write,
+    when_changed,
+)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer, Store
 from machine_controller.runtime.kube import Rest, object_key
@@ -123,7 +130,9 @@ def add_ovirtcluster_controller(manager: Manager, rest: Rest, ovirt_clusters: In
         return [object_key(oc) for oc in ovirt_clusters.store.list()
                 if set(cluster_of_ovirt_cluster(oc)) & set(keys)]
 
-    clusters.add_handler(enqueue_mapped(queue, lambda c: of_clusters([object_key(c)])))
+    # Of a Cluster, only pausing concerns its OvirtCluster (Cluster API rewrites its status conditions often).
+    clusters.add_handler(when_changed(enqueue_mapped(queue, lambda c: of_clusters([object_key(c)])),
+                                      ("spec", "paused"), ("metadata", "annotations")))
     def machine_deleted(om: dict) -> None:
         for key in of_clusters(cluster_index(om)):
             queue.add(key)

@@ -55,7 +55,14 @@ from machine_controller.controllers.provider import (
     MissingDependency,
     Progress,
 )
-from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, unless_own_write
+from machine_controller.runtime.controller import (
+    Controller,
+    Result,
+    enqueue_mapped,
+    enqueue_object,
+    unless_own_write,
+    when_changed,
+)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, object_key
@@ -317,13 +324,19 @@ def add_ovirtmachine_controller(manager: Manager, rest: Rest, ovirt_machines: In
     reconciler = OvirtMachineReconciler(rest, ovirt_machines.store, machines.store, clusters.store,
                                         ovirt_clusters.store, engines, events)
     ovirt_machines.add_handler(unless_own_write(enqueue_object(queue), reconciler.own_writes))
-    machines.add_handler(enqueue_mapped(queue, _ovirt_machine_of))
+    # Cluster API rewrites a Machine's, a Cluster's and an OvirtCluster's status conditions often; an OvirtMachine
+    # reads only these parts of them (the bootstrap data, the failure domain, the Node; pausing; the infrastructure
+    # provisioned; the engine and the failure domains offered).
+    machines.add_handler(when_changed(enqueue_mapped(queue, _ovirt_machine_of), ("spec",), ("status", "nodeRef")))
 
     def of_clusters(keys: list[str]) -> list[str]:
         return [object_key(om) for key in keys for om in ovirt_machines.store.by_index(INDEX_CLUSTER, key)]
 
-    clusters.add_handler(enqueue_mapped(queue, lambda c: of_clusters([object_key(c)])))
-    ovirt_clusters.add_handler(enqueue_mapped(queue, lambda oc: of_clusters(cluster_of_ovirt_cluster(oc))))
+    clusters.add_handler(when_changed(enqueue_mapped(queue, lambda c: of_clusters([object_key(c)])),
+                                      ("spec",), ("metadata", "annotations"), ("status", "initialization")))
+    ovirt_clusters.add_handler(when_changed(
+        enqueue_mapped(queue, lambda oc: of_clusters(cluster_of_ovirt_cluster(oc))),
+        ("spec",), ("metadata", "annotations"), ("status", "initialization")))
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
                                       registry=manager.registry))
     return reconciler

@@ -532,3 +532,27 @@ def check_conditions(status: dict, want: dict[str, str]) -> dict[str, dict]:
         have = got[ctype]["status"] + (f"/{got[ctype]['reason']}" if "/" in expected else "")
         assert have == expected, ctype
     return got
+
+
+class RecordingQueue:
+    """A work queue that records the keys added (for tests of the event handlers a controller registers)."""
+
+    def __init__(self, name: str = "test") -> None:
+        self.name = name
+        self.added: list[str] = []
+
+    def add(self, key: str) -> None:
+        self.added.append(key)
+
+
+class StubManager:
+    """What an `add_<name>_controller` asks of the Manager: a registry, and the controller it adds (not started)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.registry = CollectorRegistry()
+        self.controllers: list[Any] = []
+
+    def add_controller(self, controller: Any) -> None:
+        self.controllers.append(controller)

@@ -184,3 +184,33 @@ def test_ovirtcluster_reconciler(row: Row) -> None:
     assert w.engines.asked == [EngineIdentity(NS, IDENTITY)] * row.asked
     if row.check:
         row.check(w)
+
+
+def test_an_ovirtclusters_deletion_wait_is_woken_by_its_clusters_last_ovirtmachines_deletion_only() -> None:
+    import copy
+
+    from fakes import RecordingQueue, StubManager
+
+    from machine_controller.controllers.infrastructure.ovirtcluster import add_ovirtcluster_controller
+    from machine_controller.runtime.informer import Informer
+
+    inf = {r: Informer(None, r, indexers={INDEX_CLUSTER: cluster_index} if r == OVIRT_MACHINES else None)
+           for r in (OVIRT_CLUSTERS, CAPI_CLUSTERS, OVIRT_MACHINES)}
+    queue = RecordingQueue()
+    add_ovirtcluster_controller(StubManager(), FakeApi(), inf[OVIRT_CLUSTERS], inf[CAPI_CLUSTERS],
+                                inf[OVIRT_MACHINES], FakeEngines(), RecordingEvents(), queue)
+    inf[OVIRT_CLUSTERS].store.put(ovirt_cluster())
+    om = ovirt_machine("m-1")
+    changed = copy.deepcopy(om)
+    changed["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    inf[OVIRT_MACHINES]._emit_update(om, changed)
+    inf[OVIRT_MACHINES]._emit_delete(ovirt_machine("other", cluster_name="c2"))
+    assert queue.added == []
+    inf[OVIRT_MACHINES]._emit_delete(om)
+    assert queue.added == [KEY]
+    queue.added.clear()
+    c = cluster()
+    inf[CAPI_CLUSTERS]._emit_update(c, {**c, "status": {"conditions": [{"type": "Available"}]}})
+    assert queue.added == []
+    inf[CAPI_CLUSTERS]._emit_update(c, cluster(paused=True))
+    assert queue.added == [KEY]

@@ -396,3 +396,44 @@ def test_ovirtmachine_reconciler(row: Row) -> None:
     assert {k: v for k, v in w.actuator.calls.items() if v} == row.calls
     if row.check:
         row.check(w)
+
+
+def _informers() -> dict:
+    from machine_controller.runtime.informer import Informer
+
+    return {r: Informer(None, r, indexers={INDEX_CLUSTER: cluster_index} if r == OVIRT_MACHINES else None)
+            for r in (OVIRT_MACHINES, CAPI_MACHINES, CAPI_CLUSTERS, OVIRT_CLUSTERS)}
+
+
+def test_only_what_an_ovirtmachine_reads_of_its_machine_cluster_and_ovirtcluster_wakes_it() -> None:
+    """Cluster API rewrites status conditions often: those wake nothing; the bootstrap data, pausing and the
+    infrastructure provisioned wake the OvirtMachines concerned."""
+    from fakes import RecordingQueue, StubManager
+
+    from machine_controller.controllers.infrastructure.ovirtmachine import add_ovirtmachine_controller
+
+    inf, queue = _informers(), RecordingQueue()
+    add_ovirtmachine_controller(StubManager(), FakeApi(), inf[OVIRT_MACHINES], inf[CAPI_MACHINES], inf[CAPI_CLUSTERS],
+                                inf[OVIRT_CLUSTERS], FakeEngines(), RecordingEvents(), queue, workers=1)
+    inf[OVIRT_MACHINES].store.put(ovirt_machine())
+
+    def update(resource, old: dict, change: Callable[[dict], None]) -> list[str]:
+        new = copy.deepcopy(old)
+        change(new)
+        queue.added.clear()
+        inf[resource]._emit_update(old, new)
+        return queue.added
+
+    def conditions(o: dict) -> None:
+        o.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "False"}]
+
+    assert update(CAPI_MACHINES, capi_machine(data_secret=None), conditions) == []
+    assert update(CAPI_MACHINES, capi_machine(data_secret=None),
+                  lambda o: o["spec"].update(bootstrap={"dataSecretName": "b"})) == [KEY]
+    assert update(CAPI_CLUSTERS, cluster(), conditions) == []
+    assert update(CAPI_CLUSTERS, cluster(), lambda o: o["spec"].update(paused=True)) == [KEY]
+    assert update(CAPI_CLUSTERS, cluster(provisioned=False),
+                  lambda o: o["status"]["initialization"].update(infrastructureProvisioned=True)) == [KEY]
+    assert update(OVIRT_CLUSTERS, ovirt_cluster(), conditions) == []
+    assert update(OVIRT_CLUSTERS, ovirt_cluster(provisioned=False),
+                  lambda o: o["status"]["initialization"].update(provisioned=True)) == [KEY]

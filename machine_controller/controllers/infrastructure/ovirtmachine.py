@@ -246,8 +246,14 @@ class OvirtMachineReconciler:
             message = "the OvirtCluster naming the engine is not found: the VM cannot be confirmed gone"
             self._writer.status(p.obj, [condition(ConditionType.READY, False, Reason.DELETING, message, gen)])
             return Result(requeue=True)
-        machine = seam_machine(p.meta, p.obj.get("spec"), p.obj.get("status"), p.machine or CapiMachine(),
-                               p.ovirt_cluster, deleting=True)
+        spec = p.obj.get("spec") or {}
+        if p.machine is None:
+            # Without its Machine, the failure domain it was placed in is unknown: the VM is then looked for by its
+            # recorded id or its name in the whole engine, never in one oVirt cluster's list only, where its absence
+            # would be taken for its removal.
+            spec = {"providerID": spec.get("providerID")}
+        machine = seam_machine(p.meta, spec, p.obj.get("status"), p.machine or CapiMachine(), p.ovirt_cluster,
+                               deleting=True)
         actuator = self._actuator(p)
         try:
             progress = actuator.delete(machine)

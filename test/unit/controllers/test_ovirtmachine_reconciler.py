@@ -239,6 +239,11 @@ def _no_instance_id(w: World) -> None:
     assert "instanceId" not in (w.obj() or {}).get("status", {})
 
 
+def _looked_for_engine_wide(w: World) -> None:
+    m = w.actuator.machines[0]
+    assert m.spec.provider_spec.value is None and m.spec.provider_id == PID
+
+
 def _deleted_ids_dropped(w: World) -> None:
     o = w.obj()
     assert o is not None
@@ -366,6 +371,9 @@ ROWS = [
     Row("deleting an invalid spec -> the VM is still removed",
         ovirt_machine(spec={"memory_mb": "lots"}, status={"instanceId": VM}, finalizer=True, deleting=True),
         [None], delete=[REMOVED], calls={"delete": 1}, gone=True, events=[("Normal", "Deleted")]),
+    Row("deleting without its Machine -> the VM looked for in the whole engine, not one cluster's list",
+        ovirt_machine(finalizer=True, deleting=True, provider_id=PID), [None], machine=None, delete=[REMOVED],
+        calls={"delete": 1}, gone=True, events=[("Normal", "Deleted")], check=_looked_for_engine_wide),
     Row("deleting without the finalizer -> nothing", ovirt_machine(deleting=True, finalizer=False), [None],
         finalizer=False, check=_nothing_asked_of_the_engine),
     Row("gone from the API -> the provider forgets it", ovirt_machine(), [None], setup=_removed_from_the_api,

@@ -36,6 +36,7 @@ from hack.ovirtsim.errors import Msg, conflict
 from hack.ovirtsim.real_guests import RealGuests
 from hack.ovirtsim.router import EngineView
 from hack.ovirtsim.scheduler import vm_vcpus
+from hack.ovirtsim.seed import KUBELET_VERSIONS, RHCOS_TEMPLATE_NAME
 from hack.ovirtsim.statemachine import GUEST_RUNNING
 from hack.ovirtsim.store import InitMode, Store, VmRuntime, href
 
@@ -205,6 +206,12 @@ def block_devices(store: Store, vm: types.Vm) -> list[BlockDevice]:
     return out
 
 
+def kubelet_version(store: Store, vm: types.Vm) -> str:
+    """The kubelet of the VM's image, by its template's name (seed.py); RHCOS's for any other template."""
+    template = store.templates.get(vm.template.id) if vm.template else None
+    return KUBELET_VERSIONS.get(template.name if template else "", KUBELET_VERSIONS[RHCOS_TEMPLATE_NAME])
+
+
 # -- the kubelet's Node ------------------------------------------------------------------------------------
 @dataclass
 class _GuestView:
@@ -219,6 +226,7 @@ class _GuestView:
     template: str | None  # the VM's template id: its guests may be real nodes (real_guests.py)
     cut_off: bool = False  # the engine lost its host (`unknown`): the guest may run on, unreachable
     provider_id: str | None = None  # the kubelet's --provider-id, registered with the Node
+    kubelet_version: str = KUBELET_VERSIONS[RHCOS_TEMPLATE_NAME]  # the kubelet its image ships
 
 
 @dataclass
@@ -294,7 +302,7 @@ class NodeAgent:
                                         guest_ipv4(store, vm), vm_vcpus(vm), vm.memory or 0,
                                         vm.template.id if vm.template else None,
                                         rt.provisioned and vm.status is types.VmStatus.UNKNOWN,
-                                        rt.kubelet_provider_id))
+                                        rt.kubelet_provider_id, kubelet_version(store, vm)))
                 if running:
                     rt.node_name = host_name(vm) if rt.node_name is None else rt.node_name
         return views
@@ -446,8 +454,8 @@ class NodeAgent:
             "status": dict(status, capacity=capacity, allocatable=allocatable, nodeInfo={
                 "machineID": view.vm_id.replace("-", ""), "systemUUID": view.vm_id, "bootID": boot[:36],
                 "kernelVersion": "5.14.0-427.el9.x86_64", "osImage": "Red Hat Enterprise Linux CoreOS 416.94",
-                "containerRuntimeVersion": "cri-o://1.29.1", "kubeletVersion": "v1.29.5",
-                "kubeProxyVersion": "v1.29.5", "operatingSystem": "linux", "architecture": "amd64"}),
+                "containerRuntimeVersion": "cri-o://1.29.1", "kubeletVersion": view.kubelet_version,
+                "kubeProxyVersion": view.kubelet_version, "operatingSystem": "linux", "architecture": "amd64"}),
         }
         # The API server keeps the status of a created Node (the kubelet registers with it), so one request.
         self._api.create_node(node)

@@ -13,6 +13,7 @@ import uuid
 
 from ovirtsdk4 import types
 
+from hack.controlplane.build import KUBE_VERSION
 from hack.ovirtsim.store import StorageRuntime, Store, href
 
 BLANK_ID = "00000000-0000-0000-0000-000000000000"
@@ -20,6 +21,9 @@ ROOT_TAG_ID = "00000000-0000-0000-0000-000000000000"
 RHCOS_TEMPLATE_NAME = "rhcos"
 # A cloud-init node image, as Cluster API users build with image-builder: its guests join by cloud-config (guest.py).
 KUBE_NODE_TEMPLATE_NAME = "ubuntu-2404-kube"
+# The kubelet each node image ships (what its Nodes report): RHCOS 4.16's, and the node image built for the
+# Kubernetes release the local control plane runs, within Kubernetes' version skew policy of it.
+KUBELET_VERSIONS = {RHCOS_TEMPLATE_NAME: "v1.29.5", KUBE_NODE_TEMPLATE_NAME: KUBE_VERSION}
 CLUSTER_NAME = "Default"
 GiB = 1024 ** 3
 MiB = 1024 ** 2

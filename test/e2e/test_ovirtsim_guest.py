@@ -13,6 +13,7 @@ import pytest
 from kubernetes.utils import parse_quantity
 from ovirtsdk4 import types
 
+from hack.ovirtsim.seed import KUBELET_VERSIONS
 from hack.ovirtsim.testing import running_simulator
 
 IGNITION = json.dumps({"ignition": {"version": "3.2.0"}})
@@ -165,5 +166,6 @@ def test_cloud_init_node_image_joins_with_the_provider_id_its_cloud_config_gives
     node = _wait(lambda: (lambda n: n if n is not None and _ready(n) == "True" else None)(_node(core, joined)))
     assert node.spec.provider_id == f"ovirt://{vm.id}"
     assert node.status.node_info.system_uuid == vm.id
+    assert node.status.node_info.kubelet_version == KUBELET_VERSIONS["ubuntu-2404-kube"] != KUBELET_VERSIONS["rhcos"]
     time.sleep(2)  # two heartbeats of this simulator: the others would have joined by now
     assert _node(core, rhcos) is None and _node(core, no_config) is None

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import yaml
 
 from api import infrastructure
-from hack.ovirtsim.seed import KUBE_NODE_TEMPLATE_NAME
+from hack.ovirtsim.seed import KUBE_NODE_TEMPLATE_NAME, KUBELET_VERSIONS
 from machines import MachineEnv, unique_name
 from testbed import capi_controlplane
 from testbed.capi_controllers import CapiCore
@@ -134,7 +134,7 @@ class WorkloadCluster:
     def machine_template(self, name: str, memory_mb: int) -> dict[str, Any]:
         inst = self.env.sim.installation
         spec = {"template_name": KUBE_NODE_TEMPLATE_NAME, "cluster_id": inst.cluster_id, "memory_mb": memory_mb,
-                "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "type": "server"}
+                "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "os_disk": {"size_gb": 20}, "type": "server"}
         return {"apiVersion": infrastructure.API_VERSION, "kind": "OvirtMachineTemplate",
                 "metadata": {"name": name, "namespace": self.env.namespace},
                 "spec": {"template": {"spec": spec}}}
@@ -149,7 +149,9 @@ class WorkloadCluster:
                          "rollout": {"strategy": {"type": "RollingUpdate",
                                                   "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
                          "template": {"metadata": {"labels": labels}, "spec": {
-                             "clusterName": self.name,
+                             # The node image's kubelet: Cluster API counts a Machine up to date only when its
+                             # Node's kubelet runs the Machine's version.
+                             "clusterName": self.name, "version": KUBELET_VERSIONS[KUBE_NODE_TEMPLATE_NAME],
                              "bootstrap": {"dataSecretName": f"{self.name}-bootstrap"},
                              "infrastructureRef": _ref("OvirtMachineTemplate", template)}}}}
 
@@ -171,6 +173,15 @@ class WorkloadCluster:
     def deployment(self) -> dict[str, Any]:
         return self.env.get("machinedeployments.cluster.x-k8s.io", self.name)
 
+    def describe(self) -> str:
+        """The statuses a user would read first when a Cluster does not converge."""
+        cluster = self.env.get("clusters.cluster.x-k8s.io", self.name) or {}
+        ovirt_cluster = self.env.get(f"ovirtclusters.{infrastructure.GROUP}", self.name) or {}
+        infra = {n: m.get("status") for n, m in self.ovirt_machines().items()}
+        return (f"Cluster status: {json.dumps(cluster.get('status'))}\n"
+                f"OvirtCluster status: {json.dumps(ovirt_cluster.get('status'))}\n"
+                f"OvirtMachines' status: {json.dumps(infra)}")
+
     def wait_running(self, n: int, timeout: float = CONVERGE_S,
                      also: Callable[[list[dict[str, Any]]], bool] = lambda vms: True,
                      on_poll: Callable[[list[dict[str, Any]]], None] = lambda vms: None) -> list[dict[str, Any]]:
@@ -185,7 +196,7 @@ class WorkloadCluster:
                 return self.machines()
             if time.monotonic() > deadline:
                 raise AssertionError(f"Cluster {self.name} not at {n} Running Machines after {timeout}s: "
-                                     f"{problems}\n{self.env.logs()}")
+                                     f"{problems}\n{self.describe()}\n{self.env.logs()}")
             time.sleep(0.5)
 
     def _not_running(self, n: int, also: Callable[..., bool], on_poll: Callable[..., None]) -> list[str]:

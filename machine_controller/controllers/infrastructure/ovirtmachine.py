@@ -44,7 +44,7 @@ from machine_controller.controllers.infrastructure.resources import (
     cluster_of_ovirt_cluster,
     ovirt_cluster_of,
 )
-from machine_controller.controllers.infrastructure.seam_machine import seam_machine
+from machine_controller.controllers.infrastructure.seam_machine import in_ovirt_machine_terms, seam_machine
 from machine_controller.controllers.provider import (
     Actuator,
     ActuatorError,
@@ -153,7 +153,7 @@ class OvirtMachineReconciler:
             try:
                 progress = actuator.provision(machine)
             except InvalidMachineConfiguration as e:
-                return self._invalid(p, str(e))
+                return self._invalid(p, str(in_ovirt_machine_terms(e)))
             except InstanceNotOwned as e:
                 return self._not_owned(p, e)
             except MissingDependency as e:

@@ -18,7 +18,14 @@ from api.field_errors import InvalidProviderSpec
 from api.infrastructure import MACHINE_SPEC_PATH, OvirtCluster, load_ovirt_machine_spec, to_provider_spec
 from api.machine import Machine
 from api.meta import ObjectMeta
+from api.provider_spec import PROVIDER_SPEC_PATH
 from machine_controller.controllers.provider import InvalidMachineConfiguration, MissingDependency
+
+
+def in_ovirt_machine_terms(e: InvalidMachineConfiguration) -> InvalidMachineConfiguration:
+    """A refusal of the actuator, whose field paths name the Machine API's provider spec, with those paths as the
+    OvirtMachine has them: the same keys under `spec` (api/infrastructure.py)."""
+    return InvalidMachineConfiguration(str(e).replace(f"{PROVIDER_SPEC_PATH}.", f"{MACHINE_SPEC_PATH}."))
 
 
 def placement_cluster_id(raw_spec: dict[str, Any], machine: CapiMachine, ovirt_cluster: OvirtCluster) -> str:

@@ -284,6 +284,11 @@ ROWS = [
         provision=[InvalidMachineConfiguration("Machine spec.bootstrap.dataSecretName: Invalid value: format")],
         conditions={"Ready": "False/InvalidConfiguration"}, message=("Ready", "dataSecretName"),
         events=[("Warning", "InvalidConfiguration")], calls={"provision": 1}),
+    Row("the actuator's refusal names the OvirtMachine's field", ovirt_machine(), [None],
+        provision=[InvalidMachineConfiguration("spec.providerSpec.value.os_disk.size_gb: Invalid value: 10: must be "
+                                               "at least the template's OS disk size, 16 GiB")],
+        conditions={"Ready": "False/InvalidConfiguration"}, message=("Ready", "spec.os_disk.size_gb: Invalid value"),
+        events=[("Warning", "InvalidConfiguration")], calls={"provision": 1}),
     # --- waits, each a condition and no engine call
     Row("infrastructure not provisioned -> waits", ovirt_machine(), [None, None],
         cluster=cluster(provisioned=False), ovirt_cluster=ovirt_cluster(provisioned=False), finalizer=False,

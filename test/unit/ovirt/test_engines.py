@@ -143,3 +143,35 @@ def test_bootstrap_data_of_an_unknown_format_is_an_invalid_configuration_naming_
     with pytest.raises(InvalidMachineConfiguration,
                        match=r"Machine spec\.bootstrap\.dataSecretName: Invalid value: 'boot': the format .* 'mime'"):
         _bootstrap(_Secrets(), value="x", format="mime")
+
+
+@pytest.mark.parametrize("fmt, data", [("cloud-config", "#cloud-config\nruncmd: [true]\n"),
+                                       ("ignition", '{"ignition": {"version": "3.2.0"}}')])
+def test_the_bootstrap_data_becomes_the_vms_initialization_in_either_format(sim_and_client, fmt, data):
+    """The engine takes both as the VM's initialization custom script: it gives it to cloud-init, or as the Ignition
+    config to an Ignition OS (docs/compatibility.md#user-data). So one field carries both, as the Machine API's
+    Ignition does."""
+    from api.infrastructure import load_ovirt_machine_spec, to_provider_spec
+    from api.machine import Machine
+    from hack.ovirtsim.seed import KUBE_NODE_TEMPLATE_NAME
+
+    sim, client = sim_and_client
+    secrets = _Secrets()
+    secrets.put("capi-ns", "engine-a", url=sim.url, username=sim.username, password=sim.password,
+                ca_crt=open(sim.ca_file).read())
+    secrets.objects[("capi-ns", "boot")] = {
+        "metadata": {"name": "boot", "namespace": "capi-ns", "resourceVersion": "1"},
+        "data": {"value": base64.b64encode(data.encode()).decode(), "format": base64.b64encode(fmt.encode()).decode()}}
+    spec = load_ovirt_machine_spec({"template_name": KUBE_NODE_TEMPLATE_NAME, "type": "server",
+                                    "cluster_id": stable_id("cluster", CLUSTER_NAME), "memory_mb": 1024,
+                                    "cpu": {"sockets": 1, "cores": 1, "threads": 1}, "os_disk": {"size_gb": 20}})
+    machine = Machine.from_dict({"metadata": {"name": f"om-{fmt}", "namespace": "capi-ns"},
+                                 "spec": {"providerSpec": {"value": to_provider_spec(spec, "boot")}}})
+    e = engines(secrets, ManualClock())
+    try:
+        progress = e.actuator(ID).provision(machine)
+        vm = client.vm(progress.instance_id)
+        assert vm.initialization.custom_script == data
+        assert vm.initialization.host_name == f"om-{fmt}"
+    finally:
+        e.close()

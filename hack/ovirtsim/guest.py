@@ -7,8 +7,11 @@
   use_ignition; none given -> on first boot with init data, Ignition for Ignition OSes (`rhcos_x64`).
 * Node join (docs/compatibility.md#simulator): with a kubeconfig, a provisioned guest's kubelet registers the Node named after the VM's
   host name, with InternalIP/Hostname addresses, capacity from the VM and `nodeInfo.systemUUID` = VM id (the SMBIOS
-  UUID oVirt gives the guest, docs/compatibility.md#disks); it renews the Ready heartbeat while the VM is up. `spec.providerID`
-  is left to the providerID controller (docs/compatibility.md#node-controllers). A gracefully stopped guest posts Ready=False; a crashed,
+  UUID oVirt gives the guest, docs/compatibility.md#disks) and the kubelet version of its image (seed.KUBELET_VERSIONS);
+  it renews the Ready heartbeat while the VM is up. An RHCOS guest leaves `spec.providerID` to the providerID
+  controller (docs/compatibility.md#node-controllers); a guest of the cloud-init node image is provisioned by a
+  cloud-config and registers the `--provider-id` it gives the kubelet (cloud_config.py), as a Cluster API node does.
+  A gracefully stopped guest posts Ready=False; a crashed,
   killed or removed one goes silent and its Node becomes Ready=Unknown after the grace period, as the node
   lifecycle controller does; so does a powered-off one (`stop`), whose kubelet had no chance to say goodbye.
 * Block devices (docs/compatibility.md#disks): every active disk attachment is a disk of the guest whose serial is the disk id

@@ -141,7 +141,8 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     if not isinstance(data, Mapping):
         raise DecodeError(path, f"expected object, got {_type_name(data)}")
     kwargs = {}
-    for name, key, field_decoder in _fields_plan(cls):
+    plain: type = cls  # typeshed's functools.cache takes Hashable arguments, which mypy does not see in type[T]
+    for name, key, field_decoder in _fields_plan(plain):
         raw = data.get(key)
         if raw is not None:
             kwargs[name] = field_decoder(raw, f"{path}.{key}" if path else key)
@@ -170,8 +171,9 @@ def _is_empty(value: Any) -> bool:
 def to_dict(obj: Any) -> dict[str, Any]:
     """Serialise with the exact JSON keys, honouring each field's omitempty."""
     out: dict[str, Any] = {}
-    hints = type_hints(type(obj))
-    for f in json_fields(type(obj)):
+    cls: type = type(obj)
+    hints = type_hints(cls)
+    for f in json_fields(cls):
         value = getattr(obj, f.name)
         _, optional = unwrap_optional(hints[f.name])
         if value is None:

@@ -22,23 +22,34 @@ import ovirtsdk4.types as types
 import structlog
 
 from api import keys
-from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id, provider_id, vm_id_from_provider_id
 from api.field_errors import FieldError, InvalidProviderSpec
+from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id, provider_id, vm_id_from_provider_id
 from api.machine import Machine
 from api.meta import NodeAddress
 from api.provider_spec import PROVIDER_SPEC_PATH, OvirtMachineProviderSpec, OvirtMachineProviderStatus
 from api.validation import load_provider_spec
-from machine_controller.controllers.provider import (InstanceNotOwned, InstanceStatus, InvalidMachineConfiguration,
-                                                     Progress)
+from machine_controller.controllers.provider import (
+    ActuatorError,
+    InstanceNotOwned,
+    InstanceStatus,
+    InvalidMachineConfiguration,
+    Progress,
+)
 
 from .addresses import machine_addresses, usable_ips
 from .client import NotAnOvirtId, OvirtClient
-from .engine_limits import check_memory, check_vm_name
 from .cluster_inputs import USER_DATA_PATH
-from .errors import (BadRequestError, ConflictError, MissingDependencyError, NotFoundError, OvirtError,
-                     UnreadableRequestError)
+from .cluster_vm_lists import ClusterVmLists, NotYet
+from .engine_limits import check_memory, check_vm_name
+from .errors import (
+    BadRequestError,
+    ConflictError,
+    MissingDependencyError,
+    NotFoundError,
+    OvirtError,
+    UnreadableRequestError,
+)
 from .spec_objects import SpecObjects
-from .cluster_vm_lists import NotYet, ClusterVmLists
 from .tracker import ALIGN_SLACK_S, Tracker
 from .vm_configuration import VmConfiguration, check_os_disk_size, correlation
 from .vm_spec import Resolved, build_vm
@@ -281,6 +292,9 @@ class OvirtActuator:
     def _create(self, machine: Machine, spec: OvirtMachineProviderSpec) -> types.Vm:
         name = machine.metadata.name
         check_vm_name(name)
+        secret = spec.user_data_secret
+        if secret is None:  # the spec's validation requires it (api/validation.py)
+            raise InvalidMachineConfiguration(f"{self._user_data_path}: Required value")
         # Check everything the VM will need before creating it, so a missing dependency leaves no VM behind.
         cluster = self._spec_objects.cluster(spec.cluster_id)
         if cluster is None:
@@ -290,7 +304,7 @@ class OvirtActuator:
         if template is None:
             raise MissingDependencyError(f"oVirt template {spec.template_name!r} not found")
         self._configuration.check_dependencies(machine, spec)
-        ignition = self._user_data(machine.metadata.namespace, spec.user_data_secret.name)
+        ignition = self._user_data(machine.metadata.namespace, secret.name)
         template_disks = self._spec_objects.template_disks(template.id)
         check_os_disk_size(spec, template_disks)
         disk_ids: tuple[str, ...] = ()
@@ -307,7 +321,7 @@ class OvirtActuator:
             # The name is checked above and the rest of the request is made of checked values and ids: what the
             # engine cannot read is the user data, and reading it again will not change that.
             raise InvalidMachineConfiguration(
-                f"{self._user_data_path}: Invalid value: {spec.user_data_secret.name!r}: the engine refused the VM's "
+                f"{self._user_data_path}: Invalid value: {secret.name!r}: the engine refused the VM's "
                 f"user data: {e}") from None
         except ConflictError:
             # The name is taken: an earlier attempt whose answer we lost created it. It is ours.
@@ -326,27 +340,30 @@ class OvirtActuator:
         vm = vm or self.find_vm(machine, fresh_after=self.vm_lists.now() if fresh else 0.0)
         if vm is None:
             return None
+        vm_id = vm.id
+        if vm_id is None:
+            raise ActuatorError(f"the engine described VM {vm.name!r} without its id")
         cluster = self._cluster_of(machine)
-        without_ip_since = self.tracker.without_ip_since(vm.id)
+        without_ip_since = self.tracker.without_ip_since(vm_id)
         if vm.status in _RUNNING and without_ip_since is not None and machine.status.node_ref and cluster is not None:
             # The Machine has its Node, so the guest has an address, but that VM had none at our last look: a
             # list not newer than that look cannot show it.
-            vm = self.vm_lists.by_id(cluster.name, vm.id, without_ip_since) or vm
+            vm = self.vm_lists.by_id(cluster.name, vm_id, without_ip_since) or vm
         state = vm.status.value if vm.status else "unknown"
         addresses: list[NodeAddress] | None = None
         ips: list[str] = []
         if vm.status in _RUNNING:
             # A VM from a cluster's list carries its reported devices; one asked for on its own does not.
-            devices = vm.reported_devices if vm.reported_devices is not None else self.client.reported_devices(vm.id)
+            devices = vm.reported_devices if vm.reported_devices is not None else self.client.reported_devices(vm_id)
             ips = usable_ips(devices, self._excluded_ips())
-            addresses = machine_addresses(vm.name, ips)
+            addresses = machine_addresses(vm.name or machine.metadata.name, ips)  # the same: the VM is the Machine's
             if ips:
-                self.tracker.seen_with_ip(vm.id)
+                self.tracker.seen_with_ip(vm_id)
             else:
-                self.tracker.seen_without_ip(machine.key, vm.id)
+                self.tracker.seen_without_ip(machine.key, vm_id)
         return InstanceStatus(
-            instance_id=vm.id, state=state, provider_id=provider_id(vm.id), addresses=addresses, has_ip=bool(ips),
-            provider_status=OvirtMachineProviderStatus(instance_id=vm.id, instance_state=state).to_dict(),
+            instance_id=vm_id, state=state, provider_id=provider_id(vm_id), addresses=addresses, has_ip=bool(ips),
+            provider_status=OvirtMachineProviderStatus(instance_id=vm_id, instance_state=state).to_dict(),
         )
 
     # --- deletion -----------------------------------------------------------------------------------------------

@@ -45,7 +45,6 @@ import structlog
 from .client import OvirtClient
 from .vm_list_reader import ListedVm, VmListReader
 
-
 # How long after its list should have come a caller woken by it is told to look anyway, in case the wake is lost: a
 # list of a thousand VMs takes well under a second on this project's simulator, and an engine's seconds.
 WAKE_FALLBACK_S = 10.0
@@ -206,8 +205,11 @@ class ClusterVmLists:
             vms = self._client.cluster_vms(cluster_name, VmListReader)
             snap = _Snapshot(started, cost=self._clock() - started)
             for vm in vms:
-                snap.by_id[vm.id] = vm
-                snap.by_name.setdefault(vm.name, []).append(vm)
+                # The engine lists every VM with its id and name; one without could not be asked for by either.
+                if vm.id is not None:
+                    snap.by_id[vm.id] = vm
+                if vm.name is not None:
+                    snap.by_name.setdefault(vm.name, []).append(vm)
             self._snaps[cluster_name] = snap
             return snap
         finally:

@@ -112,7 +112,7 @@ def check_os_disk_size(spec: OvirtMachineProviderSpec, template_disks: list[type
     """An OS disk smaller than the template's is refused before any VM exists: the engine grows disks but never
     shrinks them, so the Machine could never get the size it asks for (docs/compatibility.md#disks)."""
     wanted = os_disk_bytes(spec)
-    if not wanted:
+    if not wanted or spec.os_disk is None:
         return
     boot = [a.disk for a in template_disks if a.bootable and a.disk is not None]
     current = boot[0].provisioned_size if boot and boot[0].provisioned_size else 0

@@ -82,7 +82,7 @@ class VmListReader:
     one is built: expat (C) holds at most a piece and a VM."""
 
     def __init__(self) -> None:
-        self._parser = ET.XMLPullParser(events=("end",))
+        self._parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("end",))
         self._vms: list[ListedVm] = []
 
     def feed(self, piece: bytes) -> None:
@@ -95,8 +95,10 @@ class VmListReader:
         return self._vms
 
     def _read_events(self) -> None:
-        for _, elem in self._parser.read_events():
-            if elem.tag == "vm" and len(elem):
+        for event in self._parser.read_events():
+            # Only "end" events are asked for: each is (event, Element).
+            elem = event[-1]
+            if isinstance(elem, ET.Element) and elem.tag == "vm" and len(elem):
                 self._vms.append(_vm(elem))
                 elem.clear()  # its elements are dropped before the next VM is read
 

@@ -1,4 +1,5 @@
-"""The controller loop: N workers pop keys from a WorkQueue and call `reconcile(key)` docs/architecture.md, docs/compatibility.md#kubernetes-api).
+"""The controller loop: N workers pop keys from a WorkQueue and call `reconcile(key)` docs/architecture.md,
+docs/compatibility.md#kubernetes-api).
 
 Reconcile is level-triggered: it receives only the key and reads the current object from an informer cache. It
 never sleeps waiting for the outside world; it returns `Result(requeue_after=...)` instead, so a slow VM holds no
@@ -209,9 +210,10 @@ def when_changed(handler: EventHandler, *views: Any) -> EventHandler:
     def view(obj: dict[str, Any], v: Any) -> Any:
         if callable(v):
             return v(obj)
+        value: Any = obj
         for part in v:
-            obj = (obj or {}).get(part) if isinstance(obj, dict) else None
-        return obj
+            value = (value or {}).get(part) if isinstance(value, dict) else None
+        return value
 
     def on_update(old: dict[str, Any], new: dict[str, Any]) -> None:
         if handler.on_update and (old is new or any(view(old, v) != view(new, v) for v in views)):

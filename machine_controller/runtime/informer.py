@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
@@ -54,7 +54,7 @@ class Store:
     with client-go's cache.
     """
 
-    def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._lock = threading.RLock()
         self._items: dict[str, Obj] = {}
         self._indexers = dict(indexers or {})
@@ -181,7 +181,7 @@ class Informer:
         label_selector: str | None = None,
         field_selector: str | None = None,
         resync_period: float | None = None,
-        indexers: dict[str, IndexFunc] | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
         page_size: int = 500,
         watch_timeout: int = 300,
         backoff: tuple[float, float] = (0.8, 30.0),

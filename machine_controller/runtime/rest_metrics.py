@@ -1,6 +1,6 @@
 """Kubernetes API requests counted by method and answer code under client-go's name, `rest_client_requests_total`,
-so that the throttling alert of config/monitoring (docs/runbooks/OvirtMachineControllerThrottled.md) sees the 429s the API
-server's priority and fairness answers.
+so that the throttling alert of config/monitoring (docs/runbooks/OvirtMachineControllerThrottled.md) sees the 429s the
+API server's priority and fairness answers.
 
 The count is taken at the generated client's one exit to the wire, `RESTClientObject.request`: every call of every
 API class, watches included, passes there.
@@ -45,5 +45,6 @@ def instrument(api_client: ApiClient, registry: CollectorRegistry | None) -> Non
         counter.labels(str(response.status), method.upper()).inc()
         return response
 
-    rest.request = request
-    rest._omc_counted = True
+    # The generated client has no hook for this: its one exit to the wire is replaced on this instance.
+    setattr(rest, "request", request)  # noqa: B010 - mypy forbids assigning to a method, which is the point here
+    setattr(rest, "_omc_counted", True)  # noqa: B010 - a mark of ours on the client's object

@@ -90,8 +90,9 @@ class HealthServer:
         self._metrics_auth = metrics_auth
         self._log = get_logger("server")
         if serving_cert is not None:
-            self._httpd: ThreadingHTTPServer = _TlsHTTPServer((host, port), self._handler_class())
-            self._httpd.serving_cert = serving_cert  # type: ignore[attr-defined]
+            tls = _TlsHTTPServer((host, port), self._handler_class())
+            tls.serving_cert = serving_cert
+            self._httpd: ThreadingHTTPServer = tls
         else:
             self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
         self._httpd.daemon_threads = True
@@ -132,7 +133,7 @@ class HealthServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            def do_GET(self) -> None:
                 url = urlsplit(self.path)
                 if server._serve_metrics and url.path == "/metrics":
                     verdict = (server._metrics_auth.check(self.headers.get("Authorization"), "GET", url.path)

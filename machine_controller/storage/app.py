@@ -14,12 +14,12 @@ from prometheus_client import CollectorRegistry
 from machine_controller.config import PORT, WORKERS, FlagParser, add_kubeconfig_flag
 from machine_controller.ovirt.client import OvirtClient
 from machine_controller.ovirt.connection import ConnectionPool
-from machine_controller.ovirt.request_metrics import RequestMetrics
 from machine_controller.ovirt.credentials import SECRET_NAME, SECRET_NAMESPACE, InvalidCredentials, from_secret
+from machine_controller.ovirt.request_metrics import RequestMetrics
 from machine_controller.runtime.controller import Controller, enqueue_mapped
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer
-from machine_controller.runtime.kube import SECRETS, load_api_client, Rest
+from machine_controller.runtime.kube import SECRETS, Rest, load_api_client
 from machine_controller.runtime.leader_election import LeaderElectionConfig
 from machine_controller.runtime.logging import get_logger
 from machine_controller.runtime.manager import Manager
@@ -56,8 +56,10 @@ def credentials_handler(pool: ConnectionPool) -> EventHandler:
             log.warning("ovirt credentials unusable", error=str(e))
             pool.set_credentials(None, problem=str(e))
 
-    return EventHandler(on_add=apply, on_update=lambda _old, new: apply(new),
-                        on_delete=lambda _obj: pool.set_credentials(None))
+    def forget(_obj: dict) -> None:
+        pool.set_credentials(None)
+
+    return EventHandler(on_add=apply, on_update=lambda _old, new: apply(new), on_delete=forget)
 
 
 def build(args: argparse.Namespace, registry: CollectorRegistry | None = None) -> tuple[Manager, Provisioner]:

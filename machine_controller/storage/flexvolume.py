@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any, Callable
@@ -75,9 +76,9 @@ def load_conf() -> dict:
         with open(path) as f:
             conf = json.load(f)
     except FileNotFoundError:
-        raise Failure(f"configuration file {path} not found (it is written by the driver's DaemonSet)")
+        raise Failure(f"configuration file {path} not found (it is written by the driver's DaemonSet)") from None
     except (OSError, ValueError) as e:
-        raise Failure(f"configuration file {path} unreadable: {e}")
+        raise Failure(f"configuration file {path} unreadable: {e}") from None
     if not isinstance(conf, dict):
         raise Failure(f"configuration file {path} is not a JSON object")
     # The DaemonSet writes strings only; anything else would be read as its text ("None" for a null engine URL).
@@ -88,7 +89,7 @@ def parse_options(raw: str) -> dict:
     try:
         opts = json.loads(raw)
     except ValueError as e:
-        raise Failure(f"options are not JSON: {e}")
+        raise Failure(f"options are not JSON: {e}") from None
     if not isinstance(opts, dict):
         raise Failure("options are not a JSON object")
     # A PV's flexVolume.options is a map of strings, and so is what kubelet adds to it: anything else is refused by
@@ -125,19 +126,19 @@ def node_vm_id(conf: dict, node_name: str) -> str:
     try:
         token = Path(token_file).read_text().strip()
     except OSError as e:
-        raise Failure(f"service-account token {token_file} unreadable: {e}")
+        raise Failure(f"service-account token {token_file} unreadable: {e}") from None
     ctx = ssl.create_default_context(cafile=conf.get("kube_ca_file") or None)
-    req = urllib.request.Request(f"{server}/api/v1/nodes/{urllib.request.quote(node_name)}",
+    req = urllib.request.Request(f"{server}/api/v1/nodes/{urllib.parse.quote(node_name)}",
                                  headers={"Authorization": f"Bearer {token}", "Accept": "application/json"})
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=30) as resp:
             node = json.load(resp)
     except urllib.error.HTTPError as e:
         if e.code == 404:
-            raise Failure(f"node {node_name} not found")
-        raise Failure(f"reading node {node_name}: HTTP {e.code} {e.reason}")
+            raise Failure(f"node {node_name} not found") from None
+        raise Failure(f"reading node {node_name}: HTTP {e.code} {e.reason}") from None
     except (OSError, ValueError) as e:
-        raise Failure(f"reading node {node_name}: {e}")
+        raise Failure(f"reading node {node_name}: {e}") from None
     provider_id = (node.get("spec") or {}).get("providerID", "")
     vm_id = vm_id_from_provider_id(provider_id)
     if vm_id is None:
@@ -155,7 +156,7 @@ def disks_from(conf: dict):
         creds = from_secret_data({k: v for k, v in conf.items() if k.startswith("ovirt_")}, encoded=False,
                                  source=f"configuration file {conf_path()}")
     except InvalidCredentials as e:
-        raise Failure(str(e))
+        raise Failure(str(e)) from None
     pool = ConnectionPool(size=1, timeout_s=60, user_agent="ovirt-flexvolume-driver")
     pool.set_credentials(creds)
     return Disks(OvirtClient(pool))
@@ -289,7 +290,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=600)
     except FileNotFoundError:
-        raise Failure(f"{argv[0]} not found on this node")
+        raise Failure(f"{argv[0]} not found on this node") from None
 
 
 def must_run(argv: list[str]) -> None:

@@ -21,22 +21,38 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from api import keys
 from api.machine import Machine, MachinePhase
-from api.machinehealthcheck import (DEFAULT_NODE_STARTUP_TIMEOUT, MachineHealthCheck, MHCConditionReason,
-                                    MHCConditionType, max_unhealthy_count, parse_duration)
-from api.meta import ConditionSeverity, InvalidSelector, false_condition, now, parse_time, set_condition, \
-    true_condition
-from machine_controller.runtime.controller import Controller, Result, TerminalError, enqueue_mapped, \
-    enqueue_object, when_changed
+from api.machinehealthcheck import (
+    DEFAULT_NODE_STARTUP_TIMEOUT,
+    MachineHealthCheck,
+    MHCConditionReason,
+    MHCConditionType,
+    max_unhealthy_count,
+    parse_duration,
+)
+from api.meta import ConditionSeverity, InvalidSelector, false_condition, now, parse_time, set_condition, true_condition
+from machine_controller.controllers.healthcheck.remediators import (
+    CLUSTER_ROLES,
+    REMEDIATOR_SELECTOR,
+    RemediationKinds,
+    TemplateRefused,
+    remediation_kinds,
+)
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINEHEALTHCHECKS, MACHINES, node_ref_index
+from machine_controller.runtime import writes
+from machine_controller.runtime.controller import (
+    Controller,
+    Result,
+    TerminalError,
+    enqueue_mapped,
+    enqueue_object,
+    when_changed,
+)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
-from machine_controller.runtime.kube import Resource, Rest, is_not_found, object_key
-from machine_controller.runtime import writes
+from machine_controller.runtime.kube import Rest, is_not_found, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.healthcheck.remediators import CLUSTER_ROLES, REMEDIATOR_SELECTOR, RemediationKinds, TemplateRefused, remediation_kinds
-from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINEHEALTHCHECKS, MACHINES, node_ref_index
 
 log = structlog.get_logger(__name__)
 _RECHECK_SLACK_S = 1.0  # look again just after a timeout expires, as MAO does
@@ -124,6 +140,7 @@ class MachineHealthCheckReconciler:
         unhealthy = [v for v in verdicts if v.unhealthy]
         expected = len(verdicts)
         self._metrics.nodes_covered.labels(name, namespace).set(sum(1 for v in verdicts if v.has_node))
+        problem: str | None
         try:
             allowed = max_unhealthy_count(mhc.spec.max_unhealthy, expected)
         except ValueError as e:

@@ -12,13 +12,38 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import structlog
 
 from api import keys
 from api.machine import Machine, MachineConditionReason, MachineConditionType, MachineErrorReason, MachinePhase
-from api.meta import ConditionSeverity, false_condition, format_time, now, set_condition, true_condition, unknown_condition
+from api.meta import (
+    Condition,
+    ConditionSeverity,
+    false_condition,
+    format_time,
+    now,
+    set_condition,
+    true_condition,
+    unknown_condition,
+)
+from machine_controller.controllers.machine.drain import Drainer
+from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEMS
+from machine_controller.controllers.machine.metrics import MachineMetrics, machine_families
+from machine_controller.controllers.mao_metrics import MaoCollector
+from machine_controller.controllers.nodes.matching import INDEX_PROVIDER_ID, NodeMachineMatching
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.nodes.storage import hold_for_volumes, volume_attachments
+from machine_controller.controllers.provider import (
+    Actuator,
+    ActuatorError,
+    InstanceNotOwned,
+    InvalidMachineConfiguration,
+    MissingDependency,
+    Progress,
+)
+from machine_controller.controllers.resources import MACHINES, NODES
 from machine_controller.runtime.controller import Controller, OwnWrites, Result, enqueue_object, unless_own_write
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer, Store
@@ -26,16 +51,6 @@ from machine_controller.runtime.kube import Rest, is_not_found, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 from machine_controller.runtime.writes import write
-
-from machine_controller.controllers.provider import (Actuator, ActuatorError, InstanceNotOwned, InvalidMachineConfiguration, MissingDependency,
-                       Progress)
-from machine_controller.controllers.machine.drain import Drainer
-from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEMS, MachineMetrics, machine_families
-from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.nodes.storage import hold_for_volumes, volume_attachments
-from machine_controller.controllers.nodes.matching import INDEX_PROVIDER_ID, NodeMachineMatching
-from machine_controller.controllers.resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
 
@@ -362,7 +377,8 @@ class MachineReconciler:
         """The VM is gone, so nothing writes through the Node's volumes any more; but Kubernetes keeps a volume
         attached to a Node that cannot confirm the unmount for six minutes, and a ReadWriteOnce volume (a
         StatefulSet's disk) attaches nowhere else meanwhile. So a Node that still has VolumeAttachments gets the
-        out-of-service taint, and is deleted once they are gone (controllers/nodes/storage.py). None: the Node may go now."""
+        out-of-service taint, and is deleted once they are gone (controllers/nodes/storage.py). None: the Node may go
+        now."""
         attached = volume_attachments(self._rest, node)
         if not attached:
             return None  # the Node, read only for its taints, is not read at all (a thousand reads at N=1000)
@@ -420,7 +436,8 @@ class MachineReconciler:
         return updated
 
     def _fail(self, obj: dict, machine: Machine, reason: str | None, message: str, conditions=()) -> None:
-        # MAO marks the instance state Unknown in both places when a Machine fails (docs/compatibility.md#machine-phases).
+        # MAO marks the instance state Unknown in both places when a Machine fails
+        # (docs/compatibility.md#machine-phases).
         self._annotate(obj, machine, {keys.ANNOTATION_INSTANCE_STATE: keys.INSTANCE_STATE_UNKNOWN})
         provider_status = dict(machine.status.provider_status or {})
         if "instanceState" in provider_status:
@@ -428,7 +445,7 @@ class MachineReconciler:
         self._write_status(obj, machine, MachinePhase.FAILED, conditions=list(conditions), error_reason=reason,
                            error_message=message, provider_status=provider_status or None)
 
-    def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: list = (), addresses=None,
+    def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: Sequence[Condition] = (), addresses=None,
                       provider_status: dict | None = None, error_reason: str | None = None,
                       error_message: str | None = None, drop_provider_status: bool = False,
                       node_ref: dict | None = None, guarded: bool = False) -> None:
@@ -441,7 +458,8 @@ class MachineReconciler:
         status: dict[str, Any] = {
             "phase": phase,
             "conditions": [c.to_dict() for c in merged],
-            # MAO clears the error fields on every write and sets them only for Failed (docs/compatibility.md#machine-phases).
+            # MAO clears the error fields on every write and sets them only for Failed
+            # (docs/compatibility.md#machine-phases).
             "errorReason": error_reason if phase == MachinePhase.FAILED else None,
             "errorMessage": error_message if phase == MachinePhase.FAILED else None,
         }

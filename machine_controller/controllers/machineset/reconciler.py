@@ -1,6 +1,6 @@
-"""The MachineSet controller (docs/compatibility.md#machinesets): keeps `spec.replicas` Machines built from the template,
-deletes the ones the delete policy picks, adopts matching orphans, and reports status for `kubectl get` and the
-scale subresource. The autoscaler's scale-from-zero capacity annotations are not its business: the
+"""The MachineSet controller (docs/compatibility.md#machinesets): keeps `spec.replicas` Machines built from the
+template, deletes the ones the delete policy picks, adopts matching orphans, and reports status for `kubectl get` and
+the scale subresource. The autoscaler's scale-from-zero capacity annotations are not its business: the
 `machineset-capacity` controller (`machineset_capacity.py`) writes them, beside this one or beside MAO's.
 
 Differences from MAO, and why:
@@ -31,24 +31,38 @@ from kubernetes.client.exceptions import ApiException
 from api import keys
 from api.machine import Machine
 from api.machineset import MachineSet
-from api.meta import ConditionStatus, get_condition, now as utc_now, parse_time, set_condition
-from machine_controller.runtime.controller import (Controller, Result, TerminalError, enqueue_mapped, enqueue_object,
-                                                   owner_keys, when_changed)
+from api.meta import ConditionStatus, get_condition, parse_time, set_condition
+from api.meta import now as utc_now
+from machine_controller.controllers.machineset.delete_policy import machines_to_delete
+from machine_controller.controllers.machineset.expectations import Expectations
+from machine_controller.controllers.machineset.failures import (
+    INVALID_TEMPLATE_EVENT,
+    TEMPLATE_VALID,
+    CreationGuard,
+    Hold,
+    template_hash,
+    template_valid,
+)
+from machine_controller.controllers.machineset.metrics import ITEMS as MACHINESET_ITEMS
+from machine_controller.controllers.machineset.metrics import machineset_families
+from machine_controller.controllers.mao_metrics import MaoCollector
+from machine_controller.controllers.nodes.status import node_ready, ready_condition
+from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINES, MACHINESETS, node_ref_index
+from machine_controller.runtime.controller import (
+    Controller,
+    Result,
+    TerminalError,
+    enqueue_mapped,
+    enqueue_object,
+    owner_keys,
+    when_changed,
+)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import EventHandler, Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 from machine_controller.runtime.writes import Conflict, Gone, write
-
-from machine_controller.controllers.machineset.delete_policy import machines_to_delete
-from machine_controller.controllers.machineset.expectations import Expectations
-from machine_controller.controllers.machineset.failures import INVALID_TEMPLATE_EVENT, TEMPLATE_VALID, CreationGuard, Hold, template_hash, \
-    template_valid
-from machine_controller.controllers.machineset.metrics import ITEMS as MACHINESET_ITEMS, machineset_families
-from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodes.status import node_ready, ready_condition
-from machine_controller.controllers.resources import INDEX_NODE_REF, MACHINES, MACHINESETS, node_ref_index
 
 log = structlog.get_logger(__name__)
 
@@ -275,7 +289,7 @@ class MachineSetReconciler:
         """Tell the creation guard of a Machine event (`old` None: added, `new` None: gone), for the set that
         controls the Machine by UID, before the event enqueues that set."""
         meta = (new or old or {}).get("metadata") or {}
-        ref = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), {})
+        ref: dict[str, Any] = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), {})
         if ref.get("kind") != "MachineSet":
             return
         key = f"{meta.get('namespace')}/{ref.get('name')}"

@@ -6,22 +6,21 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from api.meta import format_time, now, parse_time, set_condition
+from api.meta import Condition, format_time, now, parse_time, set_condition
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY, OvirtRemediation, RemediationConditionType
+from machine_controller.controllers.nodes.status import node_ready, ready_condition
+from machine_controller.controllers.nodes.storage import TaintsChanged, add_taint, remove_taints
+from machine_controller.controllers.provider import PowerControl
+from machine_controller.controllers.resources import REMEDIATIONS
 from machine_controller.runtime import writes
 from machine_controller.runtime.bounds import check_number
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import Rest
-
-from machine_controller.controllers.provider import PowerControl
-from machine_controller.controllers.nodes.status import node_ready, ready_condition
-from machine_controller.controllers.nodes.storage import TaintsChanged, add_taint, remove_taints
-from machine_controller.controllers.resources import REMEDIATIONS
 
 CONDITIONS = RemediationConditionType
 
@@ -136,7 +135,7 @@ class RemediationContext:
         except TaintsChanged:
             raise writes.Conflict(f"Node {node_name}'s taints changed meanwhile") from None
 
-    def _write(self, obj: dict, rem: OvirtRemediation, conditions: list = (), **fields: Any) -> None:
+    def _write(self, obj: dict, rem: OvirtRemediation, conditions: Sequence[Condition] = (), **fields: Any) -> None:
         """Merge-patch status with the given fields, guarded by resourceVersion; keeps `obj` and `rem` current. An
         emptied field ("") is removed (a merge-patch null): "" is not a valid date-time for the schema."""
         merged = rem.status.conditions

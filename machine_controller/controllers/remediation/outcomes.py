@@ -7,10 +7,9 @@ from __future__ import annotations
 from api import keys
 from api.meta import ConditionSeverity, false_condition, true_condition
 from api.remediation import OnExhaustion, OvirtRemediation, RemediationPhase
+from machine_controller.controllers.resources import MACHINES
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import is_not_found
-
-from machine_controller.controllers.resources import MACHINES
 
 from .context import CONDITIONS, RemediationContext, Target
 
@@ -33,9 +32,10 @@ class Outcomes(RemediationContext):
         """A Node of another provider (or a providerID that names no VM) is not ours to fence: nothing is tainted
         or sent, and Succeeded=False tells an orchestrator such as NodeHealthCheck to try its next remediator
         (docs/architecture.md#acting-only-on-what-is-ours)."""
-        return self._refuse(obj, rem, target, "NotAnOvirtVM",
-                            f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names "
-                            "no oVirt VM: nothing to power-cycle")
+        self._refuse(obj, rem, target, "NotAnOvirtVM",
+                     f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names "
+                     "no oVirt VM: nothing to power-cycle")
+        return None
 
     def _refuse(self, obj: dict, rem: OvirtRemediation, target: Target, reason: str, message: str) -> None:
         """The target is not ours to fence: `Skipped` with Succeeded=False (an orchestrator tries its next
@@ -59,8 +59,10 @@ class Outcomes(RemediationContext):
                                     false_condition(CONDITIONS.SUCCEEDED, "Exhausted", ConditionSeverity.ERROR,
                                                     f"{why}; {refusal}")])
             return None
+        machine = target.machine
+        assert machine is not None, "a deletion is refused without a Machine"
         self._metrics.outcomes.labels(rem.metadata.namespace, "escalated").inc()
-        self._events.warning(obj, "RemediationEscalated", f"{why}; deleting machine {target.machine['metadata']['name']}"
+        self._events.warning(obj, "RemediationEscalated", f"{why}; deleting machine {machine['metadata']['name']}"
                                                          " so that its MachineSet replaces it")
         self._write(obj, rem, phase=RemediationPhase.DELETING_MACHINE, message=f"{why}; machine deleted",
                     conditions=[true_condition(CONDITIONS.PERMANENT_NODE_DELETION_EXPECTED)])

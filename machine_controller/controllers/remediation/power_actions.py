@@ -9,13 +9,13 @@ from typing import Any, Callable
 
 import structlog
 
-from api.meta import ConditionSeverity, false_condition, format_time
+from api.ids import vm_id_from_provider_id
+from api.meta import ConditionSeverity, false_condition, format_time, true_condition
 from api.remediation import OvirtRemediation, RemediationPhase
+from machine_controller.controllers.provider import ActionRefused, InstanceNotOwned, Power, PowerState
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import object_key
 from machine_controller.runtime.writes import Conflict, Gone
-
-from machine_controller.controllers.provider import ActionRefused, InstanceNotOwned, Power, PowerState
 
 from .context import CONDITIONS, Target, time_of
 from .outcomes import Outcomes
@@ -24,6 +24,15 @@ log = structlog.get_logger(__name__)
 
 
 class PowerActions(Outcomes):
+    def _begin_cycle(self, obj: dict, rem: OvirtRemediation, target: Target, retry_count: int) -> None:
+        self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, retry_count=retry_count,
+                    vm_id=vm_id_from_provider_id(target.provider_id), node_name=target.node_name,
+                    last_remediated=self._stamp(), power_off_requested="", storage_released="",
+                    powering_on_since="", power_on_requested="", vm_start_seen="", message="powering the VM off",
+                    conditions=[true_condition(CONDITIONS.PROCESSING),
+                                false_condition(CONDITIONS.POWER_OFF_CONFIRMED, "PowerOffPending",
+                                                ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
+
     def _read_power(self, obj: dict, rem: OvirtRemediation, target: Target) -> Power | None:
         try:
             power = self._power.power(target.provider_id, target.vm_name)
@@ -87,7 +96,8 @@ class PowerActions(Outcomes):
             self._refused[key] = (count, self._clock() + dt.timedelta(seconds=pause))
             message = f"oVirt refused to {verb} the VM: {e}"
             self._events.warning(obj, refused_reason, message)
-            self._write(obj, rem, message=message, **{intent: ""}, **answered)
+            cleared: dict[str, Any] = {intent: ""}
+            self._write(obj, rem, message=message, **cleared, **answered)
             raise
         except Exception as e:
             # No answer: the engine may have the action, or get it later

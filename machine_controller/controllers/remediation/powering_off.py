@@ -8,10 +8,9 @@ from typing import Callable
 
 from api.meta import ConditionSeverity, false_condition, get_condition, true_condition
 from api.remediation import REMEDIATION_TAINT_KEY, OvirtRemediation, RemediationPhase
+from machine_controller.controllers.provider import Power, PowerState
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import object_key
-
-from machine_controller.controllers.provider import Power, PowerState
 
 from .context import CONDITIONS, Target, time_of
 from .power_actions import PowerActions

@@ -8,9 +8,8 @@ import datetime as dt
 
 from api.meta import ConditionSeverity, false_condition, true_condition
 from api.remediation import OvirtRemediation, RemediationPhase
-from machine_controller.runtime.controller import Result
-
 from machine_controller.controllers.provider import Power, PowerState
+from machine_controller.runtime.controller import Result
 
 from .context import CONDITIONS, Target, time_of
 from .power_actions import PowerActions

@@ -19,8 +19,10 @@ import copy
 from typing import Any
 
 from api.ids import vm_id_from_provider_id
-from api.meta import ConditionSeverity, false_condition, true_condition
 from api.remediation import FINALIZER, OvirtRemediation, RemediationPhase
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.provider import PowerControl
+from machine_controller.controllers.resources import REMEDIATIONS
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer
@@ -28,11 +30,7 @@ from machine_controller.runtime.kube import Rest, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.provider import PowerControl
-from machine_controller.controllers.resources import REMEDIATIONS
-
-from .context import CONDITIONS, RESULTS, RemediationTiming, Target
+from .context import RESULTS, RemediationTiming, Target
 from .powering_off import PoweringOff
 from .powering_on import PoweringOn
 from .releasing_storage import ReleasingStorage
@@ -109,15 +107,6 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
         self._begin_cycle(obj, rem, target, retry_count=1)
         return None
 
-    def _begin_cycle(self, obj: dict, rem: OvirtRemediation, target: Target, retry_count: int) -> None:
-        self._write(obj, rem, phase=RemediationPhase.POWERING_OFF, retry_count=retry_count,
-                    vm_id=vm_id_from_provider_id(target.provider_id), node_name=target.node_name,
-                    last_remediated=self._stamp(), power_off_requested="", storage_released="",
-                    powering_on_since="", power_on_requested="", vm_start_seen="", message="powering the VM off",
-                    conditions=[true_condition(CONDITIONS.PROCESSING),
-                                false_condition(CONDITIONS.POWER_OFF_CONFIRMED, "PowerOffPending",
-                                                ConditionSeverity.INFO, "the VM has not been confirmed off yet")])
-
     def _finalize(self, obj: dict, rem: OvirtRemediation) -> Result | None:
         """The health check deletes the request once the Node is healthy (or a user deletes it): the taints go. The
         out-of-service taint was only ever put on a Node whose VM was confirmed off, and the VM is powered on only
@@ -139,12 +128,12 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
 def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines: Informer, nodes: Informer,
                                power: PowerControl, events: EventRecorder, queue: WorkQueue,
                                namespace: str | None, resync_s: float | None, workers: int = 2,
-                               timing: RemediationTiming = RemediationTiming()) -> RemediationReconciler:
+                               timing: RemediationTiming | None = None) -> RemediationReconciler:
     """Requests are looked at when they change, when their Machine changes, and when a Node's readiness or taints
     change (heartbeats alone do not wake them)."""
     remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
     reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
-                                       registry=manager.registry, timing=timing, namespace=namespace)
+                                       registry=manager.registry, timing=timing or RemediationTiming(), namespace=namespace)
     remediations.add_handler(enqueue_object(queue))
 
     def for_machine(machine: dict) -> list[str]:

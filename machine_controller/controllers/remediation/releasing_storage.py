@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from api.meta import ConditionSeverity, false_condition, format_time
 from api.remediation import OvirtRemediation, RemediationPhase, StorageRelease
-from machine_controller.runtime.controller import Result
-
 from machine_controller.controllers.machine.drain import MIRROR_POD_ANNOTATION
 from machine_controller.controllers.nodes.storage import force_delete_pods, held_by, out_of_service_taint
 from machine_controller.controllers.provider import PowerState
+from machine_controller.runtime.controller import Result
 
 from .context import CONDITIONS, Target, time_of
 from .power_actions import PowerActions
@@ -38,7 +37,7 @@ class ReleasingStorage(PowerActions):
             self._write(obj, rem, storage_released=self._stamp(),
                         message="waiting for the node's pods with volumes and its volume attachments to go")
             return Result(requeue_after=self._timing.poll_s)
-        if node is not None:
+        if node is not None and released is not None:  # a Node's release has begun just above
             left = held_by(self._rest, target.node_name, MIRROR_POD_ANNOTATION)
             if left and self._elapsed(released) < self._timing.storage_release_timeout_s:
                 self._write(obj, rem, message=f"waiting for {left} to go")

@@ -119,7 +119,8 @@ def make_vm(sim: Any, name: str = "") -> str:
     try:
         inst = ovirt_install.prepare(conn, "csi")
         vms = conn.system_service().vms_service()
-        vm = vms.add(types.Vm(name=name or f"csi-node-{uuid.uuid4().hex[:6]}", cluster=types.Cluster(id=inst.cluster_id),
+        vm = vms.add(types.Vm(name=name or f"csi-node-{uuid.uuid4().hex[:6]}",
+                              cluster=types.Cluster(id=inst.cluster_id),
                               template=types.Template(name=inst.template_name), memory=2 * GIB))
         deadline = time.monotonic() + 30
         while vms.vm_service(vm.id).get().status != types.VmStatus.DOWN:

@@ -38,7 +38,7 @@ def _kubeconfig_cluster(kubeconfig: Path) -> tuple[str, bytes]:
 
 
 class FlexVolumeHost:
-    """`kubectl(*args, input=None) -> str` runs kubectl as cluster-admin against the cluster of `kubeconfig`."""
+    """`kubectl(*args) -> str` runs kubectl as cluster-admin against the cluster of `kubeconfig`."""
 
     def __init__(self, root: Path, kubeconfig: Path, kubectl: Callable[..., str], ovirt_credentials: dict[str, str]):
         self.root = root

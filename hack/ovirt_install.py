@@ -51,7 +51,8 @@ def prepare(conn: sdk.Connection, infra_id: str, affinity_groups: tuple[str, ...
 
 def credentials_secret(url: str, username: str, password: str, ca_pem: str = "", insecure: bool = False,
                        namespace: str = "openshift-machine-api", name: str = "ovirt-credentials") -> dict[str, Any]:
-    """The secret the cloud-credential-operator writes, with OpenShift's six keys (docs/compatibility.md#credentials)."""
+    """The secret the cloud-credential-operator writes, with OpenShift's six keys
+    (docs/compatibility.md#credentials)."""
     values = {"ovirt_url": url, "ovirt_username": username, "ovirt_password": password, "ovirt_cafile": "",
               "ovirt_insecure": "true" if insecure else "false", "ovirt_ca_bundle": ca_pem}
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",

@@ -70,8 +70,8 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self.base = [str(Binaries().path("kubectl")), f"--kubeconfig={kubeconfig}"]
 
-    def __call__(self, *args: str, input: str | None = None) -> str:
-        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, input=input).stdout
+    def __call__(self, *args: str, stdin: str | None = None) -> str:
+        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, input=stdin).stdout
 
 
 class PhaseWatch:
@@ -231,7 +231,8 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     return {"n": n, "create_s": create_s, "floor_s": floor.seconds, "ratio": create_s / floor.seconds,
             "create_req_per_machine": create_requests / n,
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
-            "cpu_s": cpu_s, "cpu_ms_per_machine": 1000 * cpu_s / n, "delete_cpu_ms_per_machine": 1000 * delete_cpu_s / n,
+            "cpu_s": cpu_s, "cpu_ms_per_machine": 1000 * cpu_s / n,
+            "delete_cpu_ms_per_machine": 1000 * delete_cpu_s / n,
             "peak_rss_mib": status_mib(pid, "VmHWM"), "load": (load0, load1, load2),
             "create_by_endpoint": _per_machine(create_counts, n), "delete_by_endpoint": _per_machine(delete_counts, n),
             "create_writes": _per_machine(create_writes, n), "delete_writes": _per_machine(delete_writes, n),
@@ -275,8 +276,8 @@ def _controller_totals(ctl: ControllerProcess) -> Counter[tuple[str, str]]:
 
 def _lists(totals: Counter[tuple[str, str]]) -> str:
     """The lists of a cluster's VMs and how long each took on average, from request to its last byte parsed: a list
-    counts as recent for three times that (machine_controller/ovirt/cluster_vm_lists.py), which is how long a Machine that
-    acted just after one started may wait for the next."""
+    counts as recent for three times that (machine_controller/ovirt/cluster_vm_lists.py), which is how long a Machine
+    that acted just after one started may wait for the next."""
     n = totals["lists", "cluster_vms"]
     return f"{n:.0f}, {totals['listed_s', 'cluster_vms'] / n:.2f} s each on average" if n else "none"
 
@@ -311,7 +312,7 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     value = tpl["spec"]["providerSpec"]["value"]
     value.update(cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096, clone=False,
                  affinity_groups_names=[f"{INFRA_ID}-compute"])
-    kubectl("apply", "-f", "-", input=yaml.safe_dump(ms))
+    kubectl("apply", "-f", "-", stdin=yaml.safe_dump(ms))
     watch = PhaseWatch(kubectl.kubeconfig)
     sim.control.reset_counts()
     t0 = time.monotonic()
@@ -390,14 +391,15 @@ def main() -> int:
         wait_established(kubectl, "machines.machine.openshift.io")
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), profile=args.profile,
                                timings=timings, persist=args.sim_state_file) as sim:
-            for i in range(max(counts + [args.machineset]) // 8 + 1):  # room for every VM: the seeded hosts hold a few dozen
+            # Room for every VM: the seeded hosts hold a few dozen.
+            for i in range(max(counts + [args.machineset]) // 8 + 1):
                 sim.control.add_host(f"bench-host-{i}", sockets=4, cores=16, threads=2, memory=1024 ** 4)
             conn = sim.connection()
             try:
                 inst = ovirt_install.prepare(conn, INFRA_ID)
             finally:
                 conn.close()
-            kubectl("apply", "-f", "-", input=yaml.safe_dump(ovirt_install.credentials_secret(
+            kubectl("apply", "-f", "-", stdin=yaml.safe_dump(ovirt_install.credentials_secret(
                 sim.url, sim.username, sim.password, ca_pem=Path(sim.ca_file).read_text())))
             kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "samples" / "worker-user-data.yaml"))
             # The floors run first, before the controller exists, and leave no VM and no Node behind.

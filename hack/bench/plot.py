@@ -7,6 +7,7 @@ same time axis, the controller's CPU (share of one core) and resident memory. ma
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,7 +59,7 @@ def draw(run: Run, path: Path, title: str) -> None:
     top.grid(alpha=0.3)
 
     cpu_t, cpu_pct = [], []
-    for a, b in zip(run.samples, run.samples[1:]):
+    for a, b in pairwise(run.samples):
         if b.t > a.t:
             cpu_t.append(b.t)
             cpu_pct.append(100 * (b.cpu_s - a.cpu_s) / (b.t - a.t))

@@ -19,12 +19,13 @@ import time
 from pathlib import Path
 
 from hack import images
+from hack.bench.procstat import cpu_seconds, rss_mib
 from hack.controlplane.build import Binaries, ensure_binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.controlplane.nodes import PAUSE_IMAGE, RealNode
 from hack.controlplane.proxy import KubeProxy
-from hack.bench.procstat import cpu_seconds, rss_mib
 from hack.images import product
+
 
 def _shims(node: RealNode) -> list[int]:
     address = str(node.containerd_socket)
@@ -53,8 +54,8 @@ def run(sample_s: float) -> None:
     warm_images = time.monotonic() - t
     kubectl = str(ensure_binaries(Binaries()).path("kubectl"))
     with tempfile.TemporaryDirectory(prefix="omc-bench-nodes-") as d, LocalControlPlane(Path(d) / "plane") as plane:
-        def k(*args: str, input: str | None = None) -> str:
-            return subprocess.run([kubectl, f"--kubeconfig={plane.kubeconfig('admin')}", *args], input=input,
+        def k(*args: str, stdin: str | None = None) -> str:
+            return subprocess.run([kubectl, f"--kubeconfig={plane.kubeconfig('admin')}", *args], input=stdin,
                                   capture_output=True, text=True, check=True).stdout
 
         node = RealNode(plane, "bench-node")
@@ -67,7 +68,7 @@ def run(sample_s: float) -> None:
             pod_s = {}
             for name, image, command in (("pause", PAUSE_IMAGE, None), ("product", product.TAG, ["sleep", "infinity"])):
                 t = time.monotonic()
-                k("apply", "-f", "-", input=_pod(name, image, command))
+                k("apply", "-f", "-", stdin=_pod(name, image, command))
                 k("wait", "--for=condition=Ready", f"pod/{name}", "--timeout=300s")
                 pod_s[name] = time.monotonic() - t
             t = time.monotonic()

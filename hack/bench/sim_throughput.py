@@ -149,8 +149,9 @@ def main() -> None:
         if args.vms:
             figures = thousand_vms(sim, args.vms)
             print(f"{args.vms} VMs: create {figures['create_per_s']:.0f}/s (16 clients), "
-                  f"list all {figures['list_all_s'] * 1000:.0f} ms, search by name {figures['search_by_name_ms']:.1f} ms,"
-                  f" start {figures['start_per_s']:.0f}/s, all up after {figures['all_up_s']:.1f} s")
+                  f"list all {figures['list_all_s'] * 1000:.0f} ms, "
+                  f"search by name {figures['search_by_name_ms']:.1f} ms, start {figures['start_per_s']:.0f}/s, "
+                  f"all up after {figures['all_up_s']:.1f} s")
             for n in (int(c) for c in args.clients.split(",")):
                 rps, diff, cost = measure_rps(sim, vm.id, n, args.duration)
                 print(f"  with {args.vms} VMs, {n:>3} clients: {rps:.0f} req/s (counter diff {diff}, "

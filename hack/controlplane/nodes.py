@@ -327,8 +327,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
             "syncFrequency": "10s",
             # The Lease is renewed every 2.5 s (a quarter of its duration; by default every 10 s) and the status
             # looked at every 2 s (default 10 s): a plane with a short node-monitor-grace-period (the demo's,
-            # hack/demo/__main__.py) sees a dead kubelet within seconds without taking a live one for dead, and a Node is
-            # Ready again seconds after its kubelet answers. The status is still posted only when it changed or
+            # hack/demo/__main__.py) sees a dead kubelet within seconds without taking a live one for dead, and a Node
+            # is Ready again seconds after its kubelet answers. The status is still posted only when it changed or
             # every 5 min (the report frequency would follow the update frequency if left unset).
             "nodeLeaseDurationSeconds": 10,
             "nodeStatusUpdateFrequency": "2s",
@@ -385,7 +385,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                      lambda: shutil.rmtree(self.dir, ignore_errors=True)):
             try:
                 step()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - whatever a step raises, the steps after it still run (above)
                 _log(f"node {self.name}: stopping: {exc!r}")
                 failures.append(exc)
         if failures:
@@ -434,7 +434,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
         for ctl in (*_cgroup_controllers(), CGROUP_V1 / "unified"):
             # os.walk, not rglob: the runtime removes a killed container's cgroup while we walk, and os.walk skips
             # what vanished where rglob raises.
-            for parent, dirs, _files in os.walk(ctl / self.cgroup.lstrip("/")):
+            for parent, _dirs, _files in os.walk(ctl / self.cgroup.lstrip("/")):
                 out.append(Path(parent))
         return sorted(out, key=lambda p: len(p.parts), reverse=True)
 

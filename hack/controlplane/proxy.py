@@ -101,7 +101,7 @@ class KubeProxy:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     lock.close()
-                    raise TimeoutError(f"another kube-proxy held {LOCK_FILE} for {self._lock_timeout:.0f} s")
+                    raise TimeoutError(f"another kube-proxy held {LOCK_FILE} for {self._lock_timeout:.0f} s") from None
                 if not waiting:
                     _log(f"another control plane's kube-proxy runs on this machine; waiting for {LOCK_FILE}")
                     waiting = True

@@ -21,12 +21,12 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
-from hack.demo.failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
-from hack.demo.fencing import fencing_scene
-from hack.demo.storage import storage_scene
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
+from hack.demo.failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
+from hack.demo.fencing import fencing_scene
+from hack.demo.storage import storage_scene
 from hack.ovirtsim.testing import running_simulator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,17 +43,17 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self._base = [str(Binaries().path("kubectl")), f"--kubeconfig={kubeconfig}"]
 
-    def __call__(self, *args: str, show: bool = True, input: str | None = None) -> str:
+    def __call__(self, *args: str, show: bool = True, stdin: str | None = None) -> str:
         if show:
             print("$ kubectl " + shlex.join(args), flush=True)
-        out = subprocess.run([*self._base, *args], check=True, capture_output=True, text=True, input=input).stdout
+        out = subprocess.run([*self._base, *args], check=True, capture_output=True, text=True, input=stdin).stdout
         if show and out.strip():
             print(out.rstrip(), flush=True)
         return out
 
     def apply(self, obj: dict, show_as: str) -> None:
         print(f"$ kubectl apply -f {show_as}", flush=True)
-        print(self(*("apply", "-f", "-"), show=False, input=yaml.safe_dump(obj)).rstrip(), flush=True)
+        print(self(*("apply", "-f", "-"), show=False, stdin=yaml.safe_dump(obj)).rstrip(), flush=True)
 
     def machines(self) -> list[dict]:
         return json.loads(self("-n", NAMESPACE, "get", "machines", "-o", "json", show=False))["items"]
@@ -138,7 +138,6 @@ def main() -> int:
             ms["spec"]["replicas"] = 0
             ms_name = ms["metadata"]["name"]
             kubectl.apply(ms, f"{ms_name}.yaml  # replicas: 0")
-            in_set = f"machine.openshift.io/cluster-api-machineset={ms_name}"
 
             def members(ms_: list[dict]) -> list[dict]:
                 return [m for m in ms_ if m["metadata"].get("labels", {}).get(
@@ -171,10 +170,10 @@ def main() -> int:
             vms = sim.control.vms()
             nodes = kubectl("get", "nodes", "-o", "name", show=False).split()
             print(f"Machines: 2 standalone created, 1 deleted; MachineSet {ms_name} scaled 0 -> 3 -> 1; its crashed "
-                  "worker power-cycled back by the health check; a 3Gi PVC became an oVirt disk, attached to a worker's VM by "
-                  "the FlexVolume driver and removed with its claim; a StatefulSet pod on a CSI disk kept its data on "
-                  "real kubelets through a host that stopped answering, a crash fenced by a power cycle and a crash "
-                  "that replaced its Machine.")
+                  "worker power-cycled back by the health check; a 3Gi PVC became an oVirt disk, attached to a "
+                  "worker's VM by the FlexVolume driver and removed with its claim; a StatefulSet pod on a CSI disk "
+                  "kept its data on real kubelets through a host that stopped answering, a crash fenced by a power "
+                  "cycle and a crash that replaced its Machine.")
             print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
                   f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
             print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "

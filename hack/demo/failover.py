@@ -189,7 +189,7 @@ def _deploy_csi(kubectl, scene: _Scene) -> None:
               "images were imported, no registry is reachable)")
     nodes = sorted(n for n in scene.look().nodes)
     docs = csi_bed.shipped(kubectl("kustomize", str(csi_bed.CSI_CONFIG), show=False), LABEL, "true")
-    print(kubectl("apply", "-f", "-", show=False, input=yaml.safe_dump_all(docs)).rstrip())
+    print(kubectl("apply", "-f", "-", show=False, stdin=yaml.safe_dump_all(docs)).rstrip())
     began = time.monotonic()
 
     def registered() -> bool:

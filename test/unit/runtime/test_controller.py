@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
-from typing import Callable
+from itertools import pairwise
 
 import pytest
 import structlog
@@ -110,7 +110,7 @@ def test_errors_requeue_with_growing_backoff_then_success_forgets(registry: Coll
         c.queue.add("ns/a")
         assert wait_until(lambda: len(times) == 4)
         assert wait_until(lambda: c.queue.num_requeues("ns/a") == 0)
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in pairwise(times)]
     # backoff 0.05, 0.1, 0.2: each wait at least its backoff (a lower bound only; no upper speed assertion)
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2
     assert registry.get_sample_value("controller_runtime_reconcile_errors_total", {"controller": "c"}) == 3

@@ -9,23 +9,38 @@ import structlog
 from prometheus_client import CollectorRegistry
 
 from machine_controller.config import CAPI_CONTROLLER_NAMES, Config
-from machine_controller.controllers.machine.reconciler import MachineReconciler, add_machine_controller
 from machine_controller.controllers.healthcheck.reconciler import add_machinehealthcheck_controller
-from machine_controller.controllers.machineset.reconciler import add_machineset_controller
-from machine_controller.controllers.machineset.capacity_controller import add_machineset_capacity_controller
-from machine_controller.controllers.mao_metrics import MaoCollector
-from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
-                                                          NodeMachineMatching, internal_ip_index, name_index,
-                                                          provider_id_index)
-from machine_controller.controllers.nodes.nodelink import add_nodelink_controller
-from machine_controller.controllers.nodes.status import cached_node
-from machine_controller.controllers.nodes.lifecycle import (NodeInstanceReconciler, add_node_instance_controller,
-                                                            wake_on_provider_id)
-from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.infrastructure.ovirtcluster import add_ovirtcluster_controller
 from machine_controller.controllers.infrastructure.ovirtmachine import add_ovirtmachine_controller
-from machine_controller.controllers.infrastructure.resources import (CAPI_CLUSTERS, CAPI_MACHINES, INDEX_CLUSTER,
-                                                                     OVIRT_CLUSTERS, OVIRT_MACHINES, cluster_index)
+from machine_controller.controllers.infrastructure.resources import (
+    CAPI_CLUSTERS,
+    CAPI_MACHINES,
+    INDEX_CLUSTER,
+    OVIRT_CLUSTERS,
+    OVIRT_MACHINES,
+    cluster_index,
+)
+from machine_controller.controllers.machine.reconciler import MachineReconciler, add_machine_controller
+from machine_controller.controllers.machineset.capacity_controller import add_machineset_capacity_controller
+from machine_controller.controllers.machineset.reconciler import add_machineset_controller
+from machine_controller.controllers.mao_metrics import MaoCollector
+from machine_controller.controllers.nodes.lifecycle import (
+    NodeInstanceReconciler,
+    add_node_instance_controller,
+    wake_on_provider_id,
+)
+from machine_controller.controllers.nodes.matching import (
+    INDEX_INTERNAL_IP,
+    INDEX_NAME,
+    INDEX_PROVIDER_ID,
+    NodeMachineMatching,
+    internal_ip_index,
+    name_index,
+    provider_id_index,
+)
+from machine_controller.controllers.nodes.nodelink import add_nodelink_controller
+from machine_controller.controllers.nodes.status import cached_node
+from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient

@@ -14,7 +14,6 @@ from machine_controller.runtime.bounds import number_problem
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
 from machine_controller.runtime.logging import LOG_LEVELS
 
-
 # Every controller the process can run, by the name `--controllers` takes (kube-controller-manager's style). On
 # OpenShift, machine-api-operator runs its own machineset, nodelink and machinehealthcheck controllers, so this
 # process runs only the actuator side there, with the MachineSets' capacity annotations, which MAO's MachineSet

@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from api.meta import parse_time
 
+
 def timestamp_seconds(value: str | None) -> float:
     """A metav1.Time as the Unix seconds MAO's `*_created_timestamp_seconds` gauges carry (0 when unset)."""
     return parse_time(value).timestamp() if value else 0.0

@@ -19,7 +19,6 @@ from typing import Protocol, Sequence
 from api.machine import Machine
 from api.meta import NodeAddress
 
-
 # --- errors: their meaning is their type, decided by the provider where it understands the fault ---------------
 
 class InvalidMachineConfiguration(Exception):

@@ -7,19 +7,18 @@ backoff (tenacity). Longer waits are not made here: a caller that must wait for 
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, TypeVar
-
 import sys
 import time
+from typing import Callable, Iterator, TypeVar
 
 import ovirtsdk4 as sdk
 import ovirtsdk4.types as types
 import structlog
 import tenacity
 
-from .connection import ConnectionPool, NoCredentials
 from api.ids import NOT_AN_OVIRT_ID, is_ovirt_id
 
+from .connection import ConnectionPool, NoCredentials
 from .errors import BadRequestError, ConflictError, NotFoundError, OvirtError, TransientError, classify
 from .request_metrics import RequestMetrics
 from .search import equals
@@ -102,7 +101,7 @@ class OvirtClient:
                 start = time.monotonic()
                 try:
                     result = fn(conn)
-                except Exception as e:  # noqa: BLE001 - every failure is classified at this edge
+                except Exception as e:
                     err = classify(e, what)
                     if metrics is not None:
                         metrics.observe(operation, err, time.monotonic() - start)

@@ -8,8 +8,8 @@ from api.ids import is_ovirt_provider_id, provider_id
 from machine_controller.controllers.provider import InstanceNotOwned, NodeInstance
 
 from .client import OvirtClient
-from .provider_ids import vm_id_named_by
 from .cluster_vm_lists import ClusterVmLists
+from .provider_ids import vm_id_named_by
 
 
 class OvirtInstances:

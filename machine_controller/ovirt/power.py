@@ -25,8 +25,8 @@ import structlog
 from machine_controller.controllers.provider import InstanceNotOwned, Power, PowerState
 
 from .client import OvirtClient
-from .provider_ids import vm_id_named_by
 from .errors import NotFoundError, TransientError
+from .provider_ids import vm_id_named_by
 
 log = structlog.get_logger(__name__)
 

@@ -14,8 +14,15 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from machine_controller.runtime.metrics import family
 
 from .connection import NoCredentials
-from .errors import (AuthenticationError, BadRequestError, ConflictError, MissingDependencyError, NotFoundError,
-                     OvirtError, TransientError)
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    MissingDependencyError,
+    NotFoundError,
+    OvirtError,
+    TransientError,
+)
 
 OK = "ok"
 # The most specific class first: outcome() takes the first class of the error's MRO found here.

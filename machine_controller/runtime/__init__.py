@@ -23,8 +23,7 @@ Module map:
 from .controller import Controller, Result, TerminalError, enqueue_mapped, enqueue_object, enqueue_owner, owner_keys
 from .events import NORMAL, WARNING, EventRecorder
 from .informer import EventHandler, Informer, Store
-from .kube import (ErrorKind, Resource, Rest, classify, is_conflict, is_not_found, load_api_client, object_key,
-                   split_key)
+from .kube import ErrorKind, Resource, Rest, classify, is_conflict, is_not_found, load_api_client, object_key, split_key
 from .leader_election import LeaderElectionConfig, LeaderElector
 from .manager import Manager
 from .ratelimit import controller_rate_limiter

@@ -24,10 +24,10 @@ from typing import Any, Callable
 from kubernetes.client import ApiClient
 from prometheus_client import CollectorRegistry, Gauge
 
+from . import rest_metrics
 from .controller import Controller
 from .informer import Informer
 from .leader_election import LeaderElectionConfig, LeaderElector
-from . import rest_metrics
 from .logging import get_logger
 from .metrics import family
 from .metrics_auth import MetricsAuth

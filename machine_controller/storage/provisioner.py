@@ -11,7 +11,7 @@ reclaim policy Delete has its disk detached from every VM, removed, then the PV 
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from api.quantity import InvalidQuantity, parse_bytes
 from machine_controller.ovirt import search
@@ -21,8 +21,19 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, Resource, Rest, classify, is_not_found
 
-from .disks import (GIB, MAX_DISK_BYTES, DiskLocked, DiskRequest, Disks, DiskSizeOutOfRange, DiskTooLarge, made_by_csi,
-                    name_for_claim, round_size, status_of)
+from .disks import (
+    GIB,
+    MAX_DISK_BYTES,
+    DiskLocked,
+    DiskRequest,
+    Disks,
+    DiskSizeOutOfRange,
+    DiskTooLarge,
+    made_by_csi,
+    name_for_claim,
+    round_size,
+    status_of,
+)
 from .flexvolume import DRIVER, FS_TYPES, VOLUME_ID
 from .metrics import StorageMetrics
 
@@ -195,7 +206,7 @@ class Provisioner:
         pv = self._pv(pvc, sc, pv_name, disk, fs)
         try:
             self.rest.create(PVS, pv)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if classify(e) is not ErrorKind.ALREADY_EXISTS:
                 raise
         self.metrics.provisioned.inc()
@@ -263,7 +274,7 @@ class Provisioner:
                 self.metrics.deleted.inc()
         try:
             self.rest.delete(PVS, name)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             if not is_not_found(e):
                 raise
         return None

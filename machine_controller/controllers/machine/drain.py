@@ -13,11 +13,10 @@ import datetime as dt
 from dataclasses import dataclass
 
 from api.meta import parse_time
-from machine_controller.runtime.informer import Store
-from machine_controller.runtime.kube import ErrorKind, Rest, classify, is_not_found
-
 from machine_controller.controllers.nodes.status import node_ready
 from machine_controller.controllers.resources import EVICTION_SUBRESOURCE, NODES, PODS
+from machine_controller.runtime.informer import Store
+from machine_controller.runtime.kube import ErrorKind, Rest, classify, is_not_found
 
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 UNREACHABLE_GRACE_S = 1

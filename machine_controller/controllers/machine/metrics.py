@@ -8,9 +8,8 @@ import datetime as dt
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from machine_controller.runtime.metrics import family
-
 from machine_controller.controllers.mao_metrics import timestamp_seconds
+from machine_controller.runtime.metrics import family
 
 _PHASE_BUCKETS = (5, 10, 20, 30, 60, 90, 120, 180, 240, 300, 360, 480, 600)
 

@@ -16,15 +16,14 @@ from kubernetes.client.exceptions import ApiException
 
 from api import keys
 from api.machineset import MachineSet
+from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
+from machine_controller.controllers.resources import MACHINESETS
 from machine_controller.runtime.controller import Controller, Result, enqueue_object, when_changed
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import ErrorKind, Rest, classify
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
-from machine_controller.controllers.resources import MACHINESETS
 
 log = structlog.get_logger(__name__)
 

@@ -12,21 +12,27 @@ from __future__ import annotations
 import structlog
 
 from api.machine import MachineConditionReason
-from machine_controller.runtime.controller import (Controller, OwnWrites, Result, enqueue_mapped, enqueue_object,
-                                                   unless_own_write, when_changed)
+from machine_controller.controllers.nodes.matching import NodeMachineMatching, NodePart
+from machine_controller.controllers.nodes.nodelink import link_wait_left
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.nodes.storage import hold_for_volumes
+from machine_controller.controllers.provider import InstanceNotOwned, Instances
+from machine_controller.controllers.resources import NODES
 from machine_controller.runtime import writes
+from machine_controller.runtime.controller import (
+    Controller,
+    OwnWrites,
+    Result,
+    enqueue_mapped,
+    enqueue_object,
+    unless_own_write,
+    when_changed,
+)
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_not_found
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.provider import InstanceNotOwned, Instances
-from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.nodes.matching import NodeMachineMatching, NodePart
-from machine_controller.controllers.nodes.storage import hold_for_volumes
-from machine_controller.controllers.nodes.nodelink import link_wait_left
-from machine_controller.controllers.resources import NODES
 
 log = structlog.get_logger(__name__)
 DOWN_RECHECK_S = 60.0  # the Go node controller's recheck of a Node whose instance is stopped

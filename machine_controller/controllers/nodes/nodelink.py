@@ -9,17 +9,16 @@ import structlog
 
 from api.machine import MachinePhase
 from api.meta import format_time, now, parse_time
+from machine_controller.controllers.machine.metrics import MachineMetrics
+from machine_controller.controllers.nodes.matching import NodeMachineMatching
+from machine_controller.controllers.nodes.status import node_ready
+from machine_controller.controllers.resources import MACHINES, NODES
 from machine_controller.runtime import writes
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.informer import Informer, Store
 from machine_controller.runtime.kube import Rest, is_conflict, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
-
-from machine_controller.controllers.machine.metrics import MachineMetrics
-from machine_controller.controllers.nodes.matching import NodeMachineMatching
-from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.resources import MACHINES, NODES
 
 log = structlog.get_logger(__name__)
 

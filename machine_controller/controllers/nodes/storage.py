@@ -15,11 +15,10 @@ from typing import Any, Callable
 
 from api.meta import format_time, now, parse_time
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY, OUT_OF_SERVICE_TAINT_VALUE
+from machine_controller.controllers.resources import NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.kube import Rest, is_conflict, is_not_found
-
-from machine_controller.controllers.resources import NODES, PODS, VOLUME_ATTACHMENTS
 
 # The VM is gone whatever happens: a Node whose volumes Kubernetes has not released this long after the taint is
 # deleted all the same (its attachments then wait out Kubernetes' own six minutes).

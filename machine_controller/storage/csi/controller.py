@@ -19,8 +19,8 @@ import grpc
 from api.ids import is_ovirt_id
 from machine_controller.ovirt.errors import ConflictError, NotFoundError
 
-from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi, status_of as disk_status
-
+from ..disks import DiskIllegal, DiskRequest, Disks, made_by_csi
+from ..disks import status_of as disk_status
 from .crossprocess import OneDiskPerName, check_published, delete_unattached, description_for
 from .errors import CsiError, invalid, not_found, require, rpc
 from .volumes import check_capabilities, check_parameters, fits, is_block, size_for, unsupported
@@ -97,7 +97,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                                                      thin=params.thin, description=description_for(name)))
             except NotFoundError:
                 # The only lookup before the POST is the class's storage domain: a parameter naming nothing.
-                raise invalid(f"storage domain {params.storage_domain!r} (parameter storageDomainName) not found")
+                raise invalid(f"storage domain {params.storage_domain!r} (parameter storageDomainName) not found") from None
 
         def _ok(self, disk, context):
             if disk_status(disk) == "ok":
@@ -144,7 +144,7 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                     if others:
                         raise CsiError(grpc.StatusCode.FAILED_PRECONDITION,
                                        f"volume {request.volume_id} is attached to VM {', '.join(others)}; "
-                                       "an oVirt disk is attached to one VM at a time")
+                                       "an oVirt disk is attached to one VM at a time") from None
                     raise
                 if bool(att.read_only) != bool(request.readonly):
                     raise CsiError(grpc.StatusCode.ALREADY_EXISTS,

@@ -13,8 +13,13 @@ from typing import Any, Callable
 import grpc
 
 from machine_controller.ovirt.connection import NoCredentials
-from machine_controller.ovirt.errors import (AuthenticationError, BadRequestError, NotFoundError, OvirtError,
-                                             TransientError)
+from machine_controller.ovirt.errors import (
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    OvirtError,
+    TransientError,
+)
 from machine_controller.runtime.logging import get_logger
 
 from ..disks import DiskIllegal, DiskLocked, DiskSizeOutOfRange, DiskTooLarge

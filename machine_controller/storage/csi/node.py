@@ -70,7 +70,7 @@ def node_servicer(pb: Any, pb_grpc: Any, node_id: str, device_wait_s: float = DE
         try:
             mounts.unmount_all(path, lambda point: must_run(["umount", point]))
         except mounts.StillMounted as e:
-            raise CsiError(grpc.StatusCode.INTERNAL, str(e))
+            raise CsiError(grpc.StatusCode.INTERNAL, str(e)) from None
 
     class Node(pb_grpc.NodeServicer):
         @rpc

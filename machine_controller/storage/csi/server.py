@@ -108,7 +108,7 @@ def node_id_of(args: argparse.Namespace) -> str:
         try:
             node_id, source = Path(SMBIOS_UUID).read_text().strip().lower(), SMBIOS_UUID
         except OSError as e:
-            raise SystemExit(f"ovirt-csi-driver: --node-id not given and {SMBIOS_UUID} unreadable: {e}")
+            raise SystemExit(f"ovirt-csi-driver: --node-id not given and {SMBIOS_UUID} unreadable: {e}") from None
     # The node id is the VM id the controller side puts into URL paths: it must be an engine UUID.
     if not is_ovirt_id(node_id):
         raise SystemExit(f"ovirt-csi-driver: node id {node_id!r} (from {source}) is no oVirt VM id (a UUID)")

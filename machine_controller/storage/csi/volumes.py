@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import grpc
+
 from ..disks import GIB, round_size
 from ..flexvolume import FS_TYPES
 from ..provisioner import parse_params
 from .errors import CsiError, invalid
-
-import grpc
 
 DRIVER_NAME = "csi.ovirt.org"
 DEFAULT_SIZE = GIB  # what a CreateVolume without capacity_range gets
@@ -118,7 +118,7 @@ def check_parameters(pb: Any, params: dict[str, str], caps: Any) -> Parameters:
     try:
         domain, thin, _ = parse_params({k: params[k] for k in ("storageDomainName", "thinProvisioning") if k in params})
     except ValueError as e:
-        raise invalid(str(e))
+        raise invalid(str(e)) from None
     asked = params.get(FSTYPE_KEY, "").strip().lower()
     if asked and asked not in FS_TYPES:
         raise invalid(f"parameter {FSTYPE_KEY} {asked!r} is not supported (use one of {', '.join(FS_TYPES)})")

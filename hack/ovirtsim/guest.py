@@ -380,7 +380,7 @@ class NodeAgent:
             return
         try:
             write()
-        except Exception as exc:  # any refusal of one guest's write stays with that guest
+        except Exception as exc:  # noqa: BLE001 - any refusal of one guest's write stays with that guest
             reason = _describe(exc)
             if reason != state.error:
                 log.warning("guest %s: Node %s not written: %s", vm_id or "(removed VM)", node, reason)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hack.ovirtsim import xmlio
-from hack.ovirtsim.store import (TABLES, Counters, RuntimeState, StorageRuntime, Store, Transition, VmRuntime)
+from hack.ovirtsim.store import TABLES, Counters, RuntimeState, StorageRuntime, Store, Transition, VmRuntime
 
 FORMAT = 1
 

@@ -161,7 +161,7 @@ class RealGuests:
             log.info("guest %s up: starting node %s", vm_id, name)
             try:
                 node.start(images=images)
-            except Exception as exc:  # start() has stopped what it began; the next pass tries again
+            except Exception as exc:  # noqa: BLE001 - start() has stopped what it began; the next pass tries again
                 self.errors[vm_id] = str(exc)
                 self._retry_at[vm_id] = time.monotonic() + RETRY_S
                 log.warning("guest %s: node %s did not start: %s", vm_id, name, exc)

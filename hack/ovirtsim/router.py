@@ -55,7 +55,7 @@ class ApiRequest:
         try:
             return int(value)
         except ValueError:
-            raise ApiError(400, "Invalid value", f"Value '{value}' of parameter '{name}' isn't a valid integer")
+            raise ApiError(400, "Invalid value", f"Value '{value}' of parameter '{name}' isn't a valid integer") from None
 
     def parse(self, expected: type | None = None) -> Any:
         return xmlio.parse(self.body, expected)

@@ -21,8 +21,15 @@ from typing import Any
 
 from hack.controlplane.address import node_ip
 from hack.ovirtsim import xmlio
-from hack.ovirtsim.config import (API_LISTEN_HOST, API_PREFIX, LISTEN_HOST, SSO_LOGOUT_PATH, SSO_TOKEN_HTTP_AUTH_PATH,
-                                  SSO_TOKEN_PATH, SimConfig)
+from hack.ovirtsim.config import (
+    API_LISTEN_HOST,
+    API_PREFIX,
+    LISTEN_HOST,
+    SSO_LOGOUT_PATH,
+    SSO_TOKEN_HTTP_AUTH_PATH,
+    SSO_TOKEN_PATH,
+    SimConfig,
+)
 from hack.ovirtsim.control import ControlApi
 from hack.ovirtsim.engine import Engine
 from hack.ovirtsim.errors import ApiError
@@ -157,7 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = lambda self: self.dispatch()  # noqa: E731
+    # http.server calls do_<METHOD>: the names are its API.
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_OPTIONS = lambda self: self.dispatch()  # noqa: N815
 
     def dispatch(self) -> None:
         raise NotImplementedError

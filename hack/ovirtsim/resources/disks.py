@@ -8,10 +8,11 @@ with the engine's low-space message (error type CONFLICT, inferred).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from ovirtsdk4 import types
 
 from hack.ovirtsim.errors import ApiError, Msg, bad_parameters, conflict
-from hack.ovirtsim.resources.common import (entity, get_or_404, listing, ref, removed, require, resolve)
+from hack.ovirtsim.resources.common import entity, get_or_404, listing, ref, removed, require, resolve
 from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.statemachine import VmAction, check
 from hack.ovirtsim.store import Store, href, new_id

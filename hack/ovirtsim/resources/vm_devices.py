@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import uuid
+
 from ovirtsdk4 import types
 
 from hack.ovirtsim import guest
 from hack.ovirtsim.errors import ApiError, Msg, conflict, incomplete
 from hack.ovirtsim.resources import disks as disk_ops
-from hack.ovirtsim.resources.common import (entity, get_or_404, listing, ref, removed, resolve, shallow, vm_or_404,
-                                            wants)
+from hack.ovirtsim.resources.common import entity, get_or_404, listing, ref, removed, resolve, shallow, vm_or_404, wants
 from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.statemachine import VmAction, check
 from hack.ovirtsim.store import Store, href, new_id

@@ -13,8 +13,20 @@ from hack.ovirtsim import guest, statemachine
 from hack.ovirtsim.errors import Msg, bad_parameters, conflict, entity_not_found, incomplete
 from hack.ovirtsim.resources import disks as disk_ops
 from hack.ovirtsim.resources import vm_devices
-from hack.ovirtsim.resources.common import (action_done, entity, listing, merge, ref, removed,
-                                            require, resolve, shallow, sub_paths, vm_or_404, wants)
+from hack.ovirtsim.resources.common import (
+    action_done,
+    entity,
+    listing,
+    merge,
+    ref,
+    removed,
+    require,
+    resolve,
+    shallow,
+    sub_paths,
+    vm_or_404,
+    wants,
+)
 from hack.ovirtsim.router import ApiRequest, ApiResponse, EngineView, route
 from hack.ovirtsim.scheduler import pick_host
 from hack.ovirtsim.statemachine import VmAction, check

@@ -15,10 +15,10 @@ from typing import Iterator
 
 import pytest
 import yaml
-from kube_cluster import Cluster  # the e2e helpers sit beside this file
 
 from hack.controlplane.build import Binaries, ensure_binaries
 from hack.controlplane.cluster import LocalControlPlane
+from kube_cluster import Cluster  # the e2e helpers sit beside this file
 
 
 def pytest_collection_modifyitems(config, items):
@@ -131,6 +131,13 @@ def menv(cluster: Cluster, ovirt, namespace: str, tmp_path: Path, request):
     finally:
         env.stop_controllers()
         ovirt.control.clear_faults()
+
+
+@pytest.fixture
+def renv(menv):
+    """menv once the remediation CRD is served: the remediation tests of several files share it."""
+    menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
+    return menv
 
 
 # --- upstream Cluster API: its core controllers beside this project's Cluster API front end ------------------------

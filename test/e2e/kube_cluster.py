@@ -122,7 +122,8 @@ class Cluster:
         return "as:" in self.kubeconfig_for("restricted").read_text()
 
     # --- kubectl ------------------------------------------------------------------------------------
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True, user: str = "admin",
+    # `input`, as subprocess.run names it: the tests' many calls read like that function's.
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True, user: str = "admin",  # noqa: A002
                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
         cmd = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig_for(user)}", *args]
         result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)

@@ -17,7 +17,6 @@ from hack import ovirt_install
 from hack.controller_process import ControllerProcess
 from testbed.mao_controllers import DROP_IN_CONTROLLERS, MaoControllers, install_openshift_config
 
-
 INFRA_ID = "ocp-demo-x7k2p"  # the samples' infra ID (config/samples)
 MACHINE_API_NS = "openshift-machine-api"
 

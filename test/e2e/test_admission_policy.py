@@ -24,9 +24,17 @@ from api.ids import NOT_AN_OVIRT_ID
 from api.machinehealthcheck import validate_remediation_template
 from api.meta import ObjectReference
 from api.provider_spec import PROVIDER_SPEC_PATH, parse_provider_spec
-from api.remediation import GROUP as REMEDIATION_GROUP, VERSION as REMEDIATION_VERSION
-from api.validation import (MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE,
-                            MAX_VCPUS, validate_provider_spec)
+from api.remediation import GROUP as REMEDIATION_GROUP
+from api.remediation import VERSION as REMEDIATION_VERSION
+from api.validation import (
+    MAX_CORES_PER_SOCKET,
+    MAX_DISK_GB,
+    MAX_MEMORY_MB,
+    MAX_SOCKETS,
+    MAX_THREADS_PER_CORE,
+    MAX_VCPUS,
+    validate_provider_spec,
+)
 from hack import gen_admission
 from hack.ovirt_install import REPO, Installation, machine_for, machineset_for, sample
 from machine_controller.controllers.provider import InvalidMachineConfiguration

@@ -5,7 +5,6 @@ that the session's shared one is never stopped."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest

@@ -32,8 +32,8 @@ from hack.controlplane.nodes import PAUSE_IMAGE, RealNode
 from hack.controlplane.proxy import KubeProxy
 from hack.images import product
 from hack.ovirtsim.testing import SimulatorHandle, running_simulator
-from machine_controller.runtime.testing import wait_until
 from kube_cluster import REPO, Cluster
+from machine_controller.runtime.testing import wait_until
 from machines import INFRA_ID, MACHINE_API_NS
 from test_deployment_manifests import MONITORING_CRDS, PROMETHEUS_OPERATOR, _module_dir
 from test_real_guests import _ready_kubelet

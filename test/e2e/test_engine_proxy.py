@@ -10,9 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from connect_proxy import ConnectProxy  # the e2e helpers sit beside this file
-from machines import MACHINE_API_NS, unique_name
 
+from connect_proxy import ConnectProxy  # the e2e helpers sit beside this file
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
 from hack.controlplane.address import node_ip
@@ -21,6 +20,7 @@ from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.credentials import OvirtCredentials
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE, libcurl_environment
 from machine_controller.runtime.kube import NODES, Rest, load_api_client
+from machines import MACHINE_API_NS, unique_name
 
 PROXY_USER = ("machine-api", "pr0xy-pass")
 _PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY",

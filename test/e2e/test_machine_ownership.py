@@ -15,7 +15,6 @@ import json
 import time
 
 import pytest
-
 import yaml
 
 from api import keys

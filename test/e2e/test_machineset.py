@@ -24,11 +24,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from api import keys
 from api.meta import format_time, now, parse_time
-from machine_controller.controllers.machineset.reconciler import add_machineset_controller
+from machine_controller.controllers.machineset.capacity_controller import (
+    CAPACITY_FIELD_MANAGER,
+    MachineSetCapacityReconciler,
+    add_machineset_capacity_controller,
+)
 from machine_controller.controllers.machineset.failures import template_hash
-from machine_controller.controllers.machineset.capacity_controller import (CAPACITY_FIELD_MANAGER,
-                                                                MachineSetCapacityReconciler,
-                                                                add_machineset_capacity_controller)
+from machine_controller.controllers.machineset.reconciler import add_machineset_controller
 from machine_controller.controllers.mao_metrics import MaoCollector
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES
 from machine_controller.runtime.events import EventRecorder
@@ -225,7 +227,7 @@ def _grow_one_at_a_time(harness: Harness, name: str, count: int) -> list[str]:
         if n > 1:
             newest = max(parse_time(m["metadata"]["creationTimestamp"]) for m in harness.converged(name, n - 1))
             wait_for("the next second after the newest Machine's creation",
-                     lambda: dt.datetime.now(dt.timezone.utc).replace(microsecond=0) > newest)
+                     lambda newest=newest: dt.datetime.now(dt.timezone.utc).replace(microsecond=0) > newest)
         harness.scale(name, n)
         harness.converged(name, n)
     machines = harness.converged(name, count)
@@ -525,7 +527,7 @@ def test_a_new_machine_deleted_before_it_got_a_node_is_replaced_after_a_growing_
         harness.kubectl("delete", "machine", victim_name, "--wait=false")
         gone = time.monotonic()
 
-        def replaced():
+        def replaced(victim_name=victim_name):
             return [m for m in harness.machines(of="worker") if m["metadata"]["name"] != victim_name]
         wait_for("a replacement", replaced)
         waits.append(time.monotonic() - gone)

@@ -12,9 +12,9 @@ from collections import defaultdict
 
 import pytest
 
-from testbed import monitoring
 from machines import unique_name
 from test_storage_provisioner import Provisioner, wait_for
+from testbed import monitoring
 
 pytestmark = pytest.mark.e2e
 

@@ -19,8 +19,18 @@ import yaml
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY
 from machines import unique_name
 from test_machine_ownership import _copy_of
-from test_remediation import (_counts, _events, _node, _not_ready, _phase, _remediation, _request,  # noqa: F401
-                              _running_machine, _taint_keys, _wait, renv)
+from test_remediation import (
+    _counts,
+    _events,
+    _node,
+    _not_ready,
+    _phase,
+    _remediation,
+    _request,
+    _running_machine,
+    _taint_keys,
+    _wait,
+)
 
 # Short enough for a test, long enough for every other request of a loaded test machine.
 CLIENT_TIMEOUT_S = 4

@@ -15,8 +15,8 @@ import yaml
 
 from hack import ovirt_install
 from hack.controller_process import ControllerProcess
-from machine_controller.config import MAO_CONTROLLERS
 from identities import bind_groups, token_kubeconfig, unbind
+from machine_controller.config import MAO_CONTROLLERS
 from machines import MACHINE_API_NS, unique_name
 
 

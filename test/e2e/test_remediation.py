@@ -19,12 +19,6 @@ STOP = "POST /vms/{vm}/stop"
 START = "POST /vms/{vm}/start"
 
 
-@pytest.fixture
-def renv(menv):
-    menv.cluster.wait_established("ovirtremediations.remediation.ovirt.org")
-    return menv
-
-
 def _running_machine(menv, **overrides) -> tuple[str, str, str]:
     name = menv.create_machine(unique_name("fence"), **overrides)
     m = menv.wait_phase(name, "Running", timeout=120)

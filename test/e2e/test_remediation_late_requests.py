@@ -11,8 +11,19 @@ import time
 import pytest
 
 from test_power_actions import _paused, _stays_up
-from test_remediation import (_counts, _events, _node, _not_ready, _phase, _ready, _remediation, _request,  # noqa: F401
-                              _running_machine, _state, _wait, renv)
+from test_remediation import (
+    _counts,
+    _events,
+    _node,
+    _not_ready,
+    _phase,
+    _ready,
+    _remediation,
+    _request,
+    _running_machine,
+    _state,
+    _wait,
+)
 
 # The client's timeout (--ovirt-timeout) in these tests. Long enough that the stop sent again after it, and a start
 # sent as soon as the engine's job of that stop ended, would come before the held stop lands, as they would with

@@ -4,8 +4,7 @@ indexes, and custom resources."""
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

@@ -9,10 +9,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import urllib.error
 import urllib.request
 from typing import Callable
+
+from prometheus_client import CollectorRegistry
 
 from machine_controller.runtime.controller import Controller, Result, enqueue_object
 from machine_controller.runtime.informer import Informer
@@ -22,7 +23,6 @@ from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.ratelimit import controller_rate_limiter
 from machine_controller.runtime.testing import wait_until
 from machine_controller.runtime.workqueue import WorkQueue
-from prometheus_client import CollectorRegistry
 
 
 def http_status(url: str) -> int:

@@ -176,7 +176,7 @@ def test_flexvolume_and_csi_coexist_and_keep_to_their_own_disks(csi, cluster, ov
         # Their own volumes each remove, through the same disk layer.
         cluster.kubectl("delete", "pvc", "-n", csi.ns, "by-csi", "by-flex", "--wait=false")
         for pv in (csi_pv, flex_pv):
-            wait_for(lambda: get(cluster, "pv", pv["metadata"]["name"]) is None, timeout=90, what="PV deleted")
+            wait_for(lambda pv=pv: get(cluster, "pv", pv["metadata"]["name"]) is None, timeout=90, what="PV deleted")
         assert csi.disks.get(csi_disk.id) is None and csi.disks.get(flex_disk.id) is None
     finally:
         for name in forged:

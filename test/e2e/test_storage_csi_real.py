@@ -133,7 +133,7 @@ def test_each_real_node_registers_the_driver_with_its_kubelet(bed):
     in its CSINode with the VM id as node id, which the driver read from the guest's SMBIOS UUID."""
     cluster = bed.cluster
     for name, vm_id in bed.guests.items():
-        assert wait_until(lambda: _csinode_drivers(cluster, name), *WAIT), \
+        assert wait_until(lambda name=name: _csinode_drivers(cluster, name), *WAIT), \
             cluster.kubectl("-n", NS, "get", "pods", "-o", "wide").stdout
         drivers = _csinode_drivers(cluster, name)
         assert [(d["name"], d["nodeID"]) for d in drivers] == [(DRIVER, vm_id)]
@@ -270,8 +270,8 @@ def test_a_pod_writes_to_a_flexvolume_disk_the_kubelet_and_controller_manager_at
     try:
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([*docs, _flex_class(sc)]))
         for name, vm_id in bed.guests.items():
-            assert wait_until(lambda: (_real_node_ready(cluster, name) or {}).get("spec", {}).get("providerID")
-                              == f"ovirt://{vm_id}", *WAIT), bed.menv.controller_logs()
+            assert wait_until(lambda name=name, vm_id=vm_id: (_real_node_ready(cluster, name) or {}).get(
+                "spec", {}).get("providerID") == f"ovirt://{vm_id}", *WAIT), bed.menv.controller_logs()
         installed = plugin_dir / VENDOR_DIR
         assert wait_until(lambda: (installed / EXECUTABLE).exists() and (installed / CONF_NAME).exists(), *WAIT), \
             cluster.kubectl("-n", NS, "logs", "-l", "app.kubernetes.io/name=ovirt-flexvolume-driver", "--tail=20",

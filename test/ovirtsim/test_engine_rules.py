@@ -6,8 +6,7 @@ import ovirtsdk4 as sdk
 import pytest
 from ovirtsdk4 import types
 
-from .helpers import (create_down_vm, create_vm, default_cluster, start_up_vm, vm_service, wait_for,
-                      wait_status)
+from .helpers import create_down_vm, create_vm, default_cluster, start_up_vm, vm_service, wait_for, wait_status
 
 
 def _groups(conn):

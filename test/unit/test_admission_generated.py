@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from api import machinehealthcheck, validation
-from api.ids import OVIRT_ID_PATTERN
 from api._fields import json_fields
+from api.ids import OVIRT_ID_PATTERN
 from api.provider_spec import OvirtMachineProviderSpec
 from hack import gen_admission
 

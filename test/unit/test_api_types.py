@@ -93,7 +93,7 @@ def test_delete_policy_empty_means_random(value, policy):
 
 def test_unknown_delete_policy_is_an_error_for_the_controller():
     with pytest.raises(ValueError):
-        MachineSet.from_dict({"spec": {"deletePolicy": "Largest"}}).spec.effective_delete_policy
+        _ = MachineSet.from_dict({"spec": {"deletePolicy": "Largest"}}).spec.effective_delete_policy
 
 
 def test_mhc_max_unhealthy_accepts_int_or_string():

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hack.controlplane.nodes import PAUSE_IMAGE
-from hack.images import docker_archive as archive, pause
+from hack.images import docker_archive as archive
+from hack.images import pause
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed import monitoring
 from hack.controlplane.go_tools import build_tool
 from hack.controlplane.promtool import PROMTOOL
+from testbed import monitoring
 
 TESTS = Path(__file__).parent / "monitoring"
 SEVERITIES = {"critical", "warning", "info"}

@@ -24,8 +24,14 @@ from kubernetes.client.exceptions import ApiException
 
 from api.machine import Machine
 from api.meta import format_time, now
-from machine_controller.controllers.provider import (InstanceNotOwned, InstanceStatus, NodeInstance, Power, PowerState,
-                                                     Progress)
+from machine_controller.controllers.provider import (
+    InstanceNotOwned,
+    InstanceStatus,
+    NodeInstance,
+    Power,
+    PowerState,
+    Progress,
+)
 from machine_controller.controllers.resources import EVICTION_SUBRESOURCE, MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import EVENTS, Resource, object_key

@@ -7,10 +7,9 @@ import copy
 import pytest
 
 from api import keys
+from fakes import RecordingEvents
 from machine_controller.controllers.machineset.reconciler import MachineSetReconciler, autoscaler_bounds_problem
 from machine_controller.runtime.informer import Store
-
-from fakes import RecordingEvents
 from test_machineset_expectations import KEY, NS, SAMPLE, FakeRest
 
 MIN, MAX = keys.ANNOTATION_AUTOSCALER_MIN_SIZE, keys.ANNOTATION_AUTOSCALER_MAX_SIZE

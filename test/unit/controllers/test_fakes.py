@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from fakes import FakeActuator, FakeApi, merge_patch
 from machine_controller.controllers.resources import MACHINES, NODES, PODS
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import ErrorKind, classify
-
-from fakes import FakeActuator, FakeApi, merge_patch
 
 NS = "ns"
 

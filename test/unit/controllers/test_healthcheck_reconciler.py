@@ -15,17 +15,16 @@ from typing import Any
 
 import pytest
 
+import fakes
 from api import keys
 from api.remediation import API_VERSION, NHC_AGGREGATION_LABEL
+from fakes import FakeApi, RecordingEvents
 from machine_controller.controllers.healthcheck.reconciler import MachineHealthCheckReconciler
 from machine_controller.controllers.healthcheck.remediators import CLUSTER_ROLES
 from machine_controller.controllers.resources import MACHINEHEALTHCHECKS, MACHINES, NODES, REMEDIATIONS
 from machine_controller.runtime.controller import Result, settle
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import Resource
-
-import fakes
-from fakes import FakeApi, RecordingEvents
 
 NS = "openshift-machine-api"
 CHECK = "workers"

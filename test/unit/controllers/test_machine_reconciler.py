@@ -15,20 +15,30 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from api import keys
-from api.remediation import OUT_OF_SERVICE_TAINT_KEY
 from api.meta import NodeAddress, format_time, now
-from machine_controller.controllers.provider import (ActuatorError, InstanceNotOwned, InstanceStatus,
-                                                     InvalidMachineConfiguration, MissingDependency, Progress)
-from machine_controller.controllers.machine.reconciler import MachineReconciler, node_lost_handler
+from api.remediation import OUT_OF_SERVICE_TAINT_KEY
+from fakes import FakeActuator, FakeApi, RecordingEvents
 from machine_controller.controllers.machine.metrics import MachineMetrics
-from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_PROVIDER_ID, NodeMachineMatching,
-                                                          internal_ip_index, provider_id_index)
+from machine_controller.controllers.machine.reconciler import MachineReconciler, node_lost_handler
+from machine_controller.controllers.nodes.matching import (
+    INDEX_INTERNAL_IP,
+    INDEX_PROVIDER_ID,
+    NodeMachineMatching,
+    internal_ip_index,
+    provider_id_index,
+)
 from machine_controller.controllers.nodes.nodelink import NodeLinkReconciler
+from machine_controller.controllers.provider import (
+    ActuatorError,
+    InstanceNotOwned,
+    InstanceStatus,
+    InvalidMachineConfiguration,
+    MissingDependency,
+    Progress,
+)
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result, settle
 from machine_controller.runtime.informer import Store
-
-from fakes import FakeActuator, FakeApi, RecordingEvents
 
 NS = "openshift-machine-api"
 NAME = "worker-0"

@@ -11,7 +11,10 @@ from typing import Any
 import yaml
 
 from api import keys
-from machine_controller.controllers.machineset.capacity_controller import CAPACITY_FIELD_MANAGER, MachineSetCapacityReconciler
+from machine_controller.controllers.machineset.capacity_controller import (
+    CAPACITY_FIELD_MANAGER,
+    MachineSetCapacityReconciler,
+)
 from machine_controller.runtime.informer import Store
 
 REPO = Path(__file__).resolve().parents[3]

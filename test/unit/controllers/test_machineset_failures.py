@@ -11,12 +11,10 @@ from typing import Any
 import pytest
 
 from api import keys
-from machine_controller.controllers.machineset.reconciler import MachineSetReconciler
-from machine_controller.controllers.machineset.failures import (FIRST_DELAY_S, MAX_DELAY_S, CreationGuard,
-                                                                template_hash)
-from machine_controller.runtime.informer import Store
-
 from fakes import RecordingEvents
+from machine_controller.controllers.machineset.failures import FIRST_DELAY_S, MAX_DELAY_S, CreationGuard, template_hash
+from machine_controller.controllers.machineset.reconciler import MachineSetReconciler
+from machine_controller.runtime.informer import Store
 from test_machineset_expectations import KEY, NS, SAMPLE, FakeRest
 
 SET = "ns/workers"

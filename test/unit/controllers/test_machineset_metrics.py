@@ -6,7 +6,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.openmetrics.exposition import generate_latest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEMS, machine_families
+from machine_controller.controllers.machine.metrics import ITEMS as MACHINE_ITEMS
+from machine_controller.controllers.machine.metrics import machine_families
 from machine_controller.controllers.machineset.metrics import ITEMS, machineset_families
 from machine_controller.controllers.mao_metrics import MaoCollector
 

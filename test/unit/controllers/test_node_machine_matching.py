@@ -7,9 +7,17 @@ from __future__ import annotations
 import pytest
 
 from api import keys
-from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
-                                                          AmbiguousMatch, NodeMachineMatching, NodePart,
-                                                          internal_ip_index, name_index, provider_id_index)
+from machine_controller.controllers.nodes.matching import (
+    INDEX_INTERNAL_IP,
+    INDEX_NAME,
+    INDEX_PROVIDER_ID,
+    AmbiguousMatch,
+    NodeMachineMatching,
+    NodePart,
+    internal_ip_index,
+    name_index,
+    provider_id_index,
+)
 from machine_controller.runtime.informer import Store
 
 NS = "openshift-machine-api"

@@ -11,20 +11,26 @@ from prometheus_client import CollectorRegistry
 from api import keys
 from api.meta import format_time, now
 from api.remediation import OUT_OF_SERVICE_TAINT_KEY
-from machine_controller.controllers.provider import ActuatorError, InstanceNotOwned, NodeInstance
+from fakes import FakeActuator, FakeApi, RecordingEvents
 from machine_controller.controllers.machine.metrics import MachineMetrics
-from machine_controller.controllers.nodes.matching import (INDEX_INTERNAL_IP, INDEX_NAME, INDEX_PROVIDER_ID,
-                                                          AmbiguousMatch, NodeMachineMatching, internal_ip_index,
-                                                          name_index, provider_id_index)
+from machine_controller.controllers.nodes.lifecycle import DOWN_RECHECK_S, NodeInstanceReconciler, wake_on_provider_id
+from machine_controller.controllers.nodes.matching import (
+    INDEX_INTERNAL_IP,
+    INDEX_NAME,
+    INDEX_PROVIDER_ID,
+    AmbiguousMatch,
+    NodeMachineMatching,
+    internal_ip_index,
+    name_index,
+    provider_id_index,
+)
 from machine_controller.controllers.nodes.nodelink import LINK_WAIT_S, NodeLinkReconciler
 from machine_controller.controllers.nodes.status import cached_node, node_ready
-from machine_controller.controllers.nodes.lifecycle import DOWN_RECHECK_S, NodeInstanceReconciler, wake_on_provider_id
+from machine_controller.controllers.provider import ActuatorError, InstanceNotOwned, NodeInstance
 from machine_controller.controllers.resources import MACHINES, NODES, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.workqueue import WorkQueue
-
-from fakes import FakeActuator, FakeApi, RecordingEvents
 
 NS = "openshift-machine-api"
 NODE = "worker-0"

@@ -14,12 +14,11 @@ import pytest
 
 from api.meta import format_time
 from api.remediation import API_VERSION, FINALIZER
+from fakes import FakeApi, FakePower, RecordingEvents
 from machine_controller.controllers.provider import ActionRefused, ActuatorError, PowerState
 from machine_controller.controllers.remediation.reconciler import RemediationReconciler, RemediationTiming
 from machine_controller.controllers.resources import MACHINES, NODES, REMEDIATIONS
 from machine_controller.runtime.informer import Store
-
-from fakes import FakeApi, FakePower, RecordingEvents
 
 NS = "openshift-machine-api"
 NAME = "worker-0"

@@ -21,13 +21,12 @@ import pytest
 from api import keys
 from api.meta import format_time
 from api.remediation import API_VERSION, FINALIZER, OUT_OF_SERVICE_TAINT_KEY, REMEDIATION_TAINT_KEY
+from fakes import FakeApi, FakePower, RecordingEvents
 from machine_controller.controllers.provider import ActionRefused, PowerState
 from machine_controller.controllers.remediation.reconciler import RemediationReconciler, RemediationTiming
 from machine_controller.controllers.resources import MACHINES, NODES, PODS, REMEDIATIONS, VOLUME_ATTACHMENTS
 from machine_controller.runtime.controller import settle
 from machine_controller.runtime.informer import Store
-
-from fakes import FakeApi, FakePower, RecordingEvents
 
 NS = "openshift-machine-api"
 NAME = "worker-0"

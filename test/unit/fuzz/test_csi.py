@@ -26,7 +26,7 @@ REFUSALS = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.OUT_OF_RANGE, grpc
 _bytes = st.one_of(st.integers(-(2**63), INT64_MAX), st.integers(0, 10 * 2**30),
                    st.sampled_from([0, 1, MIB - 1, MIB, MIB + 1, INT64_MAX - MIB, INT64_MAX // MIB * MIB,
                                     INT64_MAX // MIB * MIB + 1, INT64_MAX]))
-_capacity = st.builds(lambda r, l: PB.CapacityRange(required_bytes=r, limit_bytes=l), _bytes, _bytes)
+_capacity = st.builds(lambda r, lim: PB.CapacityRange(required_bytes=r, limit_bytes=lim), _bytes, _bytes)
 _PARAMETER_KEYS = ["storageDomainName", "ovirtStorageDomain", "thinProvisioning", "fsType",
                    "csi.storage.k8s.io/fstype", "csi.storage.k8s.io/pvc/name", "csi.storage.k8s.io/pvc/namespace"]
 _parameters = st.dictionaries(st.sampled_from(_PARAMETER_KEYS) | texts,

@@ -14,11 +14,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api import keys
+from api.ids import is_ovirt_id
 from api.provider_spec import PROVIDER_SPEC_PATH, VMType, parse_provider_spec
 from api.quantity import parse_bytes
-from api.validation import (MAX_CORES_PER_SOCKET, MAX_DISK_GB, MAX_MEMORY_MB, MAX_SOCKETS, MAX_THREADS_PER_CORE,
-                            MAX_VCPUS, InvalidProviderSpec, load_provider_spec)
-from api.ids import is_ovirt_id
+from api.validation import (
+    MAX_DISK_GB,
+    MAX_MEMORY_MB,
+    MAX_VCPUS,
+    InvalidProviderSpec,
+    load_provider_spec,
+)
 from machine_controller.controllers.machineset.capacity import capacity_from_provider_spec
 from machine_controller.ovirt import search
 from machine_controller.ovirt.vm_spec import Resolved, build_vm, os_disk_bytes

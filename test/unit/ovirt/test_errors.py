@@ -2,8 +2,14 @@ import ovirtsdk4 as sdk
 import ovirtsdk4.types as types
 import pytest
 
-from machine_controller.ovirt.errors import (AuthenticationError, BadRequestError, ConflictError, NotFoundError,
-                                             TransientError, classify)
+from machine_controller.ovirt.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    TransientError,
+    classify,
+)
 
 
 def _fault(code, reason, detail):

@@ -10,15 +10,14 @@ from contextlib import contextmanager
 import ovirtsdk4.types as types
 import pytest
 
+from engine_machines import delete_as_the_queue_would, machine_with_a_down_vm
 from hack import ovirt_install
 from machine_controller.controllers.provider import Progress
 from machine_controller.ovirt.client import OvirtClient
+from machine_controller.ovirt.cluster_vm_lists import WAKE_FALLBACK_S, ClusterVmLists, NotYet
 from machine_controller.ovirt.errors import BadRequestError, OvirtError
-from machine_controller.ovirt.vm_list_reader import VmListReader
-from machine_controller.ovirt.cluster_vm_lists import WAKE_FALLBACK_S, NotYet, ClusterVmLists
 from machine_controller.ovirt.tracker import Tracker
-
-from engine_machines import delete_as_the_queue_would, machine_with_a_down_vm
+from machine_controller.ovirt.vm_list_reader import VmListReader
 from vm_list_xml import answer
 
 

@@ -7,9 +7,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from machine_controller.ovirt.client import OvirtClient
-from machine_controller.ovirt.connection import ConnectionPool, NoCredentials
-from machine_controller.ovirt.errors import (AuthenticationError, ConflictError, NotFoundError, OvirtError,
-                                             TransientError)
+from machine_controller.ovirt.connection import NoCredentials
+from machine_controller.ovirt.errors import (
+    AuthenticationError,
+    ConflictError,
+    NotFoundError,
+    OvirtError,
+    TransientError,
+)
 from machine_controller.ovirt.request_metrics import OUTCOMES, RequestMetrics, outcome
 
 

@@ -7,11 +7,10 @@ import threading
 
 import ovirtsdk4.types as types
 
-from machine_controller.ovirt.spec_objects import SpecObjects
 from machine_controller.ovirt.cluster_vm_lists import ClusterVmLists
-
-from vm_list_xml import answer
+from machine_controller.ovirt.spec_objects import SpecObjects
 from manual_clock import ManualClock
+from vm_list_xml import answer
 
 
 class _Client:

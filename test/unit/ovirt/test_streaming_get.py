@@ -11,7 +11,6 @@ from ovirtsdk4 import http as sdk_http
 from hack import ovirt_install
 from machine_controller.ovirt.errors import OvirtError
 from machine_controller.ovirt.vm_list_reader import ListedVm, VmListReader
-
 from vm_list_xml import read_vms
 
 FOLLOW = "reported_devices,tags,disk_attachments.disk"

@@ -3,13 +3,12 @@ an entry is for leaves nothing of it behind."""
 
 from __future__ import annotations
 
+from engine_machines import delete_as_the_queue_would, machine_with_a_down_vm
 from machine_controller.controllers.provider import Progress
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.cluster_vm_lists import ClusterVmLists
 from machine_controller.ovirt.errors import OvirtError
 from machine_controller.ovirt.tracker import Tracker
-
-from engine_machines import delete_as_the_queue_would, machine_with_a_down_vm
 
 
 def _remembered(tracker: Tracker, *names: str) -> dict[str, set[str]]:

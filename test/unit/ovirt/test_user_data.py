@@ -13,7 +13,6 @@ from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.cluster_inputs import UserData
 from machine_controller.ovirt.errors import MissingDependencyError
 from machine_controller.runtime.kube import SECRETS
-
 from manual_clock import ManualClock
 
 

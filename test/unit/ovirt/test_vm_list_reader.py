@@ -9,9 +9,14 @@ import pytest
 from ovirtsdk4 import http as sdk_http
 
 from hack import ovirt_install
-from machine_controller.ovirt.vm_list_reader import (ListedAttachment, ListedDevice, ListedDisk, ListedIp, ListedTag,
-                                                 ListedVm)
-
+from machine_controller.ovirt.vm_list_reader import (
+    ListedAttachment,
+    ListedDevice,
+    ListedDisk,
+    ListedIp,
+    ListedTag,
+    ListedVm,
+)
 from vm_list_xml import read_vms
 
 FOLLOW = "reported_devices,tags,disk_attachments.disk"

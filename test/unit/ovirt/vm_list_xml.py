@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, TypeVar
 
-from machine_controller.ovirt.vm_list_reader import ListedVm, VmListReader
-from machine_controller.ovirt.streaming_get import Reader
-
 import ovirtsdk4.types as types
-from ovirtsdk4.writer import Writer
 import ovirtsdk4.writers  # noqa: F401 - registers the SDK's writers, Writer.write needs them
+from ovirtsdk4.writer import Writer
+
+from machine_controller.ovirt.streaming_get import Reader
+from machine_controller.ovirt.vm_list_reader import ListedVm, VmListReader
 
 T = TypeVar("T")
 

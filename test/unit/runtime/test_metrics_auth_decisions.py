@@ -3,8 +3,14 @@ the API server's two review endpoints; the real API server is in test/e2e/test_m
 
 from __future__ import annotations
 
-from machine_controller.runtime.metrics_auth import (ALLOW_TTL_S, AUTHN_TTL_S, DENY_TTL_S, SUBJECT_ACCESS_REVIEWS,
-                                                     TOKEN_REVIEWS, MetricsAuth)
+from machine_controller.runtime.metrics_auth import (
+    ALLOW_TTL_S,
+    AUTHN_TTL_S,
+    DENY_TTL_S,
+    SUBJECT_ACCESS_REVIEWS,
+    TOKEN_REVIEWS,
+    MetricsAuth,
+)
 
 
 class Reviews:

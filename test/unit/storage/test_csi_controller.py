@@ -283,7 +283,7 @@ def test_validate_expand_and_capacity(env):
 def test_probe_reports_an_unreachable_engine(env):
     csi, sim = env["csi"], env["sim"]
     # The engine answers nothing for a while (every attempt of the client's retries is dropped).
-    rule = sim.control.drop_connection("/ovirt-engine/api", method="GET", count=None)
+    sim.control.drop_connection("/ovirt-engine/api", method="GET", count=None)
     try:
         assert code(csi.identity.Probe, csi.pb.ProbeRequest(), timeout=30) == grpc.StatusCode.UNAVAILABLE
     finally:

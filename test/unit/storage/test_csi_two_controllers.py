@@ -81,8 +81,8 @@ def test_concurrent_create_of_one_name_makes_one_disk(bed):
     disks = bed["disks"]
     for _ in range(ROUNDS):
         name = f"pvc-{uuid.uuid4()}"
-        answers = at_once(lambda: until_answered(lambda: a.create(name)),
-                          lambda: until_answered(lambda: b.create(name)))
+        answers = at_once(lambda n=name: until_answered(lambda: a.create(n)),
+                          lambda n=name: until_answered(lambda: b.create(n)))
         assert [code for code, _ in answers] == [grpc.StatusCode.OK] * 2, answers
         ids = {vol.volume_id for _, vol in answers}
         assert len(ids) == 1, f"two volume ids for {name}: {ids}"
@@ -90,8 +90,8 @@ def test_concurrent_create_of_one_name_makes_one_disk(bed):
         assert [d.id for d in made] == list(ids), f"{len(made)} disks named {name}"
         # Every later call finds that one volume, from either process.
         assert a.create(name).volume_id == b.create(name).volume_id == ids.pop()
-        pb = a.pb
-        until_answered(lambda: a.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=made[0].id)))
+        request = a.pb.DeleteVolumeRequest(volume_id=made[0].id)
+        until_answered(lambda r=request: a.controller.DeleteVolume(r))
         assert disks_named(disks, name) == []
 
 
@@ -104,9 +104,9 @@ def test_publish_racing_delete_never_both_answer_ok(bed):
         vol = a.create(f"pvc-{uuid.uuid4()}")
         publish = pb.ControllerPublishVolumeRequest(volume_id=vol.volume_id, node_id=vm,
                                                     volume_capability=a.mount_cap())
-        (pub, _), (dele, _) = at_once(lambda: a.controller.ControllerPublishVolume(publish, timeout=30),
-                                      lambda: b.controller.DeleteVolume(
-                                          pb.DeleteVolumeRequest(volume_id=vol.volume_id), timeout=30))
+        delete = pb.DeleteVolumeRequest(volume_id=vol.volume_id)
+        (pub, _), (dele, _) = at_once(lambda p=publish: a.controller.ControllerPublishVolume(p, timeout=30),
+                                      lambda d=delete: b.controller.DeleteVolume(d, timeout=30))
         outcomes.add((pub.name, dele.name))
         disk, attached = disks.get(vol.volume_id), disks.attachments_of_disk(vol.volume_id)
         assert not (pub == dele == grpc.StatusCode.OK), "publish and delete both answered OK"
@@ -117,9 +117,9 @@ def test_publish_racing_delete_never_both_answer_ok(bed):
         if disk is not None and attached:  # whatever answered, an attachment is to a disk that exists
             assert attached == [vm]
         # Clean up as the CO would: unpublish, then delete.
-        until_answered(lambda: a.controller.ControllerUnpublishVolume(
-            pb.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=vm)))
-        until_answered(lambda: b.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=vol.volume_id)))
+        unpublish = pb.ControllerUnpublishVolumeRequest(volume_id=vol.volume_id, node_id=vm)
+        until_answered(lambda u=unpublish: a.controller.ControllerUnpublishVolume(u))
+        until_answered(lambda d=delete: b.controller.DeleteVolume(d))
         assert disks.get(vol.volume_id) is None
     # A delete refused because the volume is attached leaves it as it was: published again, then deleted.
     vol = a.create(f"pvc-{uuid.uuid4()}")

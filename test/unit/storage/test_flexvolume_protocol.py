@@ -111,7 +111,7 @@ def create_down_vm(conn, name: str) -> types.Vm:
 class _Nodes(BaseHTTPRequestHandler):
     nodes: dict = {}
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         name = self.path.rsplit("/", 1)[-1]
         node = self.nodes.get(name)
         body = json.dumps(node or {"kind": "Status", "code": 404}).encode()

@@ -1,4 +1,5 @@
-"""Every label, annotation and finalizer key of the Machine API (docs/compatibility.md#annotations-and-labels), in one place.
+"""Every label, annotation and finalizer key of the Machine API (docs/compatibility.md#annotations-and-labels), in one
+place.
 
 Controllers, the actuator and the CRD printer columns import these names; no other module spells a key.
 """
@@ -10,8 +11,8 @@ VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 
 # --- labels on Machines / MachineSets -------------------------------------------------------------------
-# Infra ID of the cluster; the machine controller refuses Machines without it (docs/compatibility.md#machine-phases) and the
-# oVirt actuator attaches the oVirt tag of that name to the VM (4.3 step 11).
+# Infra ID of the cluster; the machine controller refuses Machines without it (docs/compatibility.md#machine-phases) and
+# the oVirt actuator attaches the oVirt tag of that name to the VM (4.3 step 11).
 LABEL_CLUSTER = "machine.openshift.io/cluster-api-cluster"
 LABEL_MACHINE_ROLE = "machine.openshift.io/cluster-api-machine-role"
 LABEL_MACHINE_TYPE = "machine.openshift.io/cluster-api-machine-type"
@@ -29,7 +30,8 @@ LABEL_ACCELERATOR = "cluster-api/accelerator"
 # Raw lower-case oVirt VM status ("up", "down", ...); "Unknown" once the Machine is Failed (3.1, 4.5).
 ANNOTATION_INSTANCE_STATE = "machine.openshift.io/instance-state"
 INSTANCE_STATE_UNKNOWN = "Unknown"
-# The oVirt VM UUID; deliberately without a prefix, as the Go actuator writes it (docs/compatibility.md#annotations-and-labels).
+# The oVirt VM UUID; deliberately without a prefix, as the Go actuator writes it
+# (docs/compatibility.md#annotations-and-labels).
 ANNOTATION_VM_ID = "VmId"
 ANNOTATION_EXCLUDE_NODE_DRAINING = "machine.openshift.io/exclude-node-draining"
 ANNOTATION_DELETE_MACHINE = "machine.openshift.io/delete-machine"
@@ -51,8 +53,9 @@ LABEL_NODE_ROLE_CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 ANNOTATION_AUTOSCALER_MIN_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-min-size"
 ANNOTATION_AUTOSCALER_MAX_SIZE = "machine.openshift.io/cluster-api-autoscaler-node-group-max-size"
 ANNOTATION_MACHINE_AUTOSCALER = "autoscaling.openshift.io/machineautoscaler"
-# Scale-from-zero capacity hints. The Go oVirt provider never wrote them (docs/compatibility.md#annotations-and-labels); this project's MachineSet
-# controller does, from the template's provider spec (machine_controller/controllers/machineset/capacity.py).
+# Scale-from-zero capacity hints. The Go oVirt provider never wrote them (docs/compatibility.md#annotations-and-labels);
+# this project's MachineSet controller does, from the template's provider spec
+# (machine_controller/controllers/machineset/capacity.py).
 ANNOTATION_VCPU = "machine.openshift.io/vCPU"
 ANNOTATION_MEMORY_MB = "machine.openshift.io/memoryMb"
 ANNOTATION_GPU = "machine.openshift.io/GPU"

@@ -22,7 +22,8 @@ from api.meta import (
 
 
 class MachinePhase(StrEnum):
-    """The only phases MAO ever writes; an empty phase means "never reconciled" (docs/compatibility.md#machine-phases)."""
+    """The only phases MAO ever writes; an empty phase means "never reconciled"
+    (docs/compatibility.md#machine-phases)."""
 
     PROVISIONING = "Provisioning"
     PROVISIONED = "Provisioned"

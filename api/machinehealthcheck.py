@@ -1,5 +1,5 @@
-"""machine.openshift.io/v1beta1 MachineHealthCheck (docs/compatibility.md#object-shapes) and its int-or-percent and duration
-helpers."""
+"""machine.openshift.io/v1beta1 MachineHealthCheck (docs/compatibility.md#object-shapes) and its int-or-percent and
+duration helpers."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ STARTUP_TIMEOUT_PATTERN = r"^(0|([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+)$"
 DEFAULT_MAX_UNHEALTHY = "100%"
 
 # A remediation template's reference (docs/architecture.md#acting-only-on-what-is-ours): the rules the controller
-# keeps before it looks for a registered remediator (controllers/healthcheck/remediators.py), which the admission policy repeats
-# in CEL (hack/gen_admission.py), in these words.
+# keeps before it looks for a registered remediator (controllers/healthcheck/remediators.py), which the admission policy
+# repeats in CEL (hack/gen_admission.py), in these words.
 REMEDIATION_TEMPLATE_PATH = "spec.remediationTemplate"
 TEMPLATE_SUFFIX = "Template"
 # `<group>/<version>`, or a bare version for the core group: one slash at most, nothing empty around it.
@@ -136,8 +136,10 @@ class MachineHealthCheck(KubeObject):
         description="MachineHealthCheck remediates machines whose nodes stay unhealthy.",
         short_names=("mhc", "mhcs"),
         printer_columns=(
-            PrinterColumn("MaxUnhealthy", "string", ".spec.maxUnhealthy", "Maximum number of unhealthy machines allowed"),
-            PrinterColumn("ExpectedMachines", "integer", ".status.expectedMachines", "Number of machines currently monitored"),
+            PrinterColumn("MaxUnhealthy", "string", ".spec.maxUnhealthy",
+                          "Maximum number of unhealthy machines allowed"),
+            PrinterColumn("ExpectedMachines", "integer", ".status.expectedMachines",
+                          "Number of machines currently monitored"),
             PrinterColumn("CurrentHealthy", "integer", ".status.currentHealthy", "Current observed healthy machines"),
         ),
     )

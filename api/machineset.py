@@ -17,8 +17,8 @@ _INT32 = {"format": "int32"}
 
 
 class DeletePolicy(StrEnum):
-    """Scale-down victim ordering (docs/compatibility.md#machinesets). An absent deletePolicy means RANDOM; the CRD enum has
-    only these three values, so an explicit empty string is rejected by the API server, as on OpenShift."""
+    """Scale-down victim ordering (docs/compatibility.md#machinesets). An absent deletePolicy means RANDOM; the CRD enum
+    has only these three values, so an explicit empty string is rejected by the API server, as on OpenShift."""
 
     RANDOM = "Random"
     NEWEST = "Newest"

@@ -261,7 +261,8 @@ class ConditionSeverity(StrEnum):
 
 @dataclass
 class Condition(JSONObject):
-    """machine/v1beta1 Condition (docs/compatibility.md#object-shapes). `severity` is only meaningful when status is False."""
+    """machine/v1beta1 Condition (docs/compatibility.md#object-shapes). `severity` is only meaningful when status is
+    False."""
 
     type: str = prop("type", default="", required=True, doc="Type of condition in CamelCase.")
     status: str = prop("status", default="", required=True, doc="One of True, False, Unknown.")
@@ -353,5 +354,6 @@ class AddressType(StrEnum):
 class NodeAddress(JSONObject):
     """core/v1 NodeAddress; the machine approver matches CSRs against these (docs/compatibility.md#status)."""
 
-    type: str = prop("type", default="", required=True, doc="InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.")
+    type: str = prop("type", default="", required=True,
+                     doc="InternalIP, ExternalIP, InternalDNS, ExternalDNS or Hostname.")
     address: str = prop("address", default="", required=True, doc="The address.")

@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
                         + ", ".join(CONTROLLER_NAMES))
     p.add_argument("--namespace", default="openshift-machine-api",
                    help="namespace whose Machines are reconciled; '' for all namespaces")
-    p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE, help="namespace of the oVirt credentials secret")
+    p.add_argument("--credentials-namespace", default=SECRET_NAMESPACE,
+                   help="namespace of the oVirt credentials secret")
     p.add_argument("--credentials-name", default=SECRET_NAME, help="name of the oVirt credentials secret")
     p.add_argument("--workers", type=WORKERS, default=8,
                    help="concurrent Machine reconciles (MAO runs one; waits are requeues here, so more is safe)")
@@ -224,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backoff-base", dest="backoff_base_s", type=BACKOFF_S, default=1.0,
                    help="first retry delay of a failing reconcile, doubled per failure")
     p.add_argument("--backoff-cap", dest="backoff_cap_s", type=BACKOFF_S, default=300.0, help="longest retry delay")
-    p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4, help="size of the shared oVirt connection pool")
+    p.add_argument("--ovirt-connections", type=bounded(int, 1, 64), default=4,
+                   help="size of the shared oVirt connection pool")
     p.add_argument("--ovirt-timeout", dest="ovirt_timeout_s", type=bounded(int, 1, 3600), default=60,
                    help="seconds an oVirt request may take before its answer is given up as lost; a power action "
                         "whose answer is lost is never sent again blindly, and fencing starts no VM until twice this "

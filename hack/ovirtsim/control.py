@@ -153,8 +153,8 @@ class ControlApi:
         return obj
 
     def _host_status(self, store: Store, host: types.Host, status: str) -> dict[str, Any]:
-        """What the engine shows when a host changes state (docs/compatibility.md#vm-states): while it does not respond its VMs are
-        `unknown` and their guests are cut off (Nodes go silent); when it responds again they are back `up`;
+        """What the engine shows when a host changes state (docs/compatibility.md#vm-states): while it does not respond
+        its VMs are `unknown` and their guests are cut off (Nodes go silent); when it responds again they are back `up`;
         a host that went `down` (rebooted, fenced) took its VMs down with it."""
         host.status = types.HostStatus(status)
         affected = []

@@ -133,7 +133,7 @@ class Engine:
                 job.end_time = job.last_updated = utcnow()
         store.dirty = True
 
-    # -- jobs (docs/compatibility.md#correlation-ids) --------------------------------------------------------------------------------------
+    # -- jobs (docs/compatibility.md#correlation-ids) ------------------------------------------------------------------
     def add_job(self, req: ApiRequest, description: str, duration: float = 0.0) -> types.Job:
         """The request's job, finished after `duration` (at once when 0)."""
         now = utcnow()

@@ -1,8 +1,9 @@
 """Errors the API answers with, and the engine's own message texts.
 
 The engine renders a backend validation failure as reason `Operation Failed` with the translated messages as a
-Java list, i.e. in square brackets (docs/compatibility.md#engine-faults-and-retries). The HTTP status comes from the message's error type:
-CONFLICT -> 409, BAD_PARAMETERS -> 400. Message texts are `AppErrors.properties` after substitution.
+Java list, i.e. in square brackets (docs/compatibility.md#engine-faults-and-retries). The HTTP status comes from the
+message's error type: CONFLICT -> 409, BAD_PARAMETERS -> 400. Message texts are `AppErrors.properties` after
+substitution.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class Msg:
 
     VM_NAME_IN_USE = "Cannot add VM. The VM name is already in use, please choose a unique name and try again."
     VM_REMOVE_NOT_DOWN = "Cannot remove VM that its state is not down. -Please stop the VM first."
-    VM_DELETE_PROTECTED = "Cannot remove VM. Delete protection is enabled. In order to delete, disable Delete protection first."
+    VM_DELETE_PROTECTED = ("Cannot remove VM. Delete protection is enabled. In order to delete, disable Delete "
+                           "protection first.")
     VM_REMOVE_DETACH_THIN = ("Cannot remove VM. Removing a VM while detaching disks is not supported "
                              "for VMs based on a template.")
     DISK_SIZE_TOO_SMALL = "Cannot extend Virtual Disk. New disk size must be larger than the current disk size."

@@ -48,7 +48,8 @@ class FaultRule:
         if self.method != "*" and self.method.upper() != method.upper():
             return False
         relative = path[len(API_PREFIX):] if path.startswith(API_PREFIX) else None
-        return fnmatch.fnmatchcase(path, self.path) or (relative is not None and fnmatch.fnmatchcase(relative, self.path))
+        return fnmatch.fnmatchcase(path, self.path) or (relative is not None
+                                                          and fnmatch.fnmatchcase(relative, self.path))
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

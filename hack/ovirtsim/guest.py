@@ -1,21 +1,21 @@
 """What runs inside a simulated VM: the guest agent, Ignition, the kubelet's Node, and the disks it sees.
 
-* Guest agent (docs/compatibility.md#status): once the VM is `up` and the agent has started, it reports `eth<i>` per plugged NIC
-  (a unique IPv4 and the IPv6 link-local derived from the MAC) and `lo`. An RHCOS guest whose Ignition config was
-  missing or invalid never gets past the initramfs, so it has no agent: no IPs, and it never joins.
+* Guest agent (docs/compatibility.md#status): once the VM is `up` and the agent has started, it reports `eth<i>` per
+  plugged NIC (a unique IPv4 and the IPv6 link-local derived from the MAC) and `lo`. An RHCOS guest whose Ignition
+  config was missing or invalid never gets past the initramfs, so it has no agent: no IPs, and it never joins.
 * Initialization at start (docs/compatibility.md#vm-states): at most one of use_sysprep/use_cloud_init/
   use_ignition; none given -> on first boot with init data, Ignition for Ignition OSes (`rhcos_x64`).
-* Node join (docs/compatibility.md#simulator): with a kubeconfig, a provisioned guest's kubelet registers the Node named after the VM's
-  host name, with InternalIP/Hostname addresses, capacity from the VM and `nodeInfo.systemUUID` = VM id (the SMBIOS
-  UUID oVirt gives the guest, docs/compatibility.md#disks) and the kubelet version of its image (seed.KUBELET_VERSIONS);
-  it renews the Ready heartbeat while the VM is up. An RHCOS guest leaves `spec.providerID` to the providerID
-  controller (docs/compatibility.md#node-controllers); a guest of the cloud-init node image is provisioned by a
-  cloud-config and registers the `--provider-id` it gives the kubelet (cloud_config.py), as a Cluster API node does.
-  A gracefully stopped guest posts Ready=False; a crashed,
+* Node join (docs/compatibility.md#simulator): with a kubeconfig, a provisioned guest's kubelet registers the Node named
+  after the VM's host name, with InternalIP/Hostname addresses, capacity from the VM and `nodeInfo.systemUUID` = VM id
+  (the SMBIOS UUID oVirt gives the guest, docs/compatibility.md#disks) and the kubelet version of its image
+  (seed.KUBELET_VERSIONS); it renews the Ready heartbeat while the VM is up. An RHCOS guest leaves `spec.providerID` to
+  the providerID controller (docs/compatibility.md#node-controllers); a guest of the cloud-init node image is
+  provisioned by a cloud-config and registers the `--provider-id` it gives the kubelet (cloud_config.py), as a Cluster
+  API node does. A gracefully stopped guest posts Ready=False; a crashed,
   killed or removed one goes silent and its Node becomes Ready=Unknown after the grace period, as the node
   lifecycle controller does; so does a powered-off one (`stop`), whose kubelet had no chance to say goodbye.
-* Block devices (docs/compatibility.md#disks): every active disk attachment is a disk of the guest whose serial is the disk id
-  (virtio-blk truncates serials to 20 bytes), with the `/dev/disk/by-id` links RHCOS's udev creates.
+* Block devices (docs/compatibility.md#disks): every active disk attachment is a disk of the guest whose serial is the
+  disk id (virtio-blk truncates serials to 20 bytes), with the `/dev/disk/by-id` links RHCOS's udev creates.
 """
 
 from __future__ import annotations
@@ -398,11 +398,12 @@ class NodeAgent:
 
     def _conditions(self, ready: str, reason: str, message: str, now: float) -> list[dict[str, Any]]:
         ts = self._ts(now)
+        pressures = (("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
+                     ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
+                     ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"))
         conds = [{"type": kind, "status": "False", "reason": f"KubeletHas{ok}", "message": msg,
                   "lastHeartbeatTime": ts, "lastTransitionTime": ts}
-                 for kind, ok, msg in (("MemoryPressure", "SufficientMemory", "kubelet has sufficient memory available"),
-                                       ("DiskPressure", "NoDiskPressure", "kubelet has no disk pressure"),
-                                       ("PIDPressure", "SufficientPID", "kubelet has sufficient PID available"))]
+                 for kind, ok, msg in pressures]
         if ready == "Unknown":
             conds = [dict(c, status="Unknown", reason="NodeStatusUnknown", message=message) for c in conds]
         conds.append({"type": "Ready", "status": ready, "reason": reason, "message": message,

@@ -23,7 +23,8 @@ _CORRELATION_STRIP = re.compile(r"[^0-9a-zA-Z_-]")
 
 
 def correlation_id(headers: dict[str, str], query: dict[str, str]) -> str:
-    """Header first, then query parameter, else random; stripped to [0-9a-zA-Z_-], max 36 chars (docs/compatibility.md#correlation-ids)."""
+    """Header first, then query parameter, else random; stripped to [0-9a-zA-Z_-], max 36 chars
+    (docs/compatibility.md#correlation-ids)."""
     raw = headers.get("correlation-id") or query.get("correlation_id") or str(uuid.uuid4())
     return _CORRELATION_STRIP.sub("", raw)[:36]
 
@@ -42,7 +43,8 @@ class ApiRequest:
     job: Any = None  # the job a slow action started on its arrival (faults.FaultKind.SLOW); its handler's job
 
     def flag(self, name: str, default: bool = False) -> bool:
-        """Boolean query parameter; present without a value means true (engine rule, docs/compatibility.md#simulator)."""
+        """Boolean query parameter; present without a value means true (engine rule,
+        docs/compatibility.md#simulator)."""
         if name not in self.query:
             return default
         value = self.query[name].strip().lower()
@@ -55,7 +57,8 @@ class ApiRequest:
         try:
             return int(value)
         except ValueError:
-            raise ApiError(400, "Invalid value", f"Value '{value}' of parameter '{name}' isn't a valid integer") from None
+            raise ApiError(400, "Invalid value",
+                           f"Value '{value}' of parameter '{name}' isn't a valid integer") from None
 
     def parse(self, expected: type | None = None) -> Any:
         return xmlio.parse(self.body, expected)

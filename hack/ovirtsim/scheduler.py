@@ -91,7 +91,8 @@ def pick_host(store: Store, vm: types.Vm) -> types.Host:
     for host in hosts:
         why = None
         if pinned and host.id not in pinned:
-            why = f"The host {host.name} did not satisfy internal filter PinToHost because it is not the host the VM is pinned to."
+            why = (f"The host {host.name} did not satisfy internal filter PinToHost because it is not the host the VM "
+                   "is pinned to.")
         elif need_cpu > host_vcpus(host):
             why = (f"The host {host.name} did not satisfy internal filter CPU because it does not have enough "
                    f"cores to run the VM.")

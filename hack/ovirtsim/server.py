@@ -1,8 +1,8 @@
 """The HTTP(S) side: one server for the engine (API + SSO), one for the control API; and `Simulator`, both together.
 
 Threaded HTTP/1.1 with keep-alive: a single-threaded server deadlocks the SDK, which opens a second connection while
-the first is parked (docs/compatibility.md#simulator). TLS handshakes happen in the connection's own thread, so a slow or
-broken client cannot stall the accept loop. `Expect: 100-continue` (libcurl, bodies > 1 MiB) is answered by
+the first is parked (docs/compatibility.md#simulator). TLS handshakes happen in the connection's own thread, so a slow
+or broken client cannot stall the accept loop. `Expect: 100-continue` (libcurl, bodies > 1 MiB) is answered by
 `BaseHTTPRequestHandler` itself under HTTP/1.1.
 """
 

@@ -1,7 +1,8 @@
 """The engine's VM status machine: which action is refused in which status, and the timed transitions.
 
-The matrix is `common/ActionUtils.java` plus each command's `validate()` (docs/compatibility.md#vm-states); the messages are those
-of 2.2. Transitions (docs/compatibility.md#vm-states) are scheduled on the store's timeline with the profile's timings:
+The matrix is `common/ActionUtils.java` plus each command's `validate()` (docs/compatibility.md#vm-states); the messages
+are those of 2.2. Transitions (docs/compatibility.md#vm-states) are scheduled on the store's timeline with the profile's
+timings:
 
     create  -> image_locked -> down
     start   -> wait_for_launch -> powering_up -> up

@@ -178,7 +178,8 @@ class RuntimeState:
     storage: dict[str, StorageRuntime] = field(default_factory=dict)
     nic_ips: dict[str, str] = field(default_factory=dict)  # VM NIC id -> the IPv4 its guest gets
     vm_tags: dict[str, list[str]] = field(default_factory=dict)  # VM id -> tag ids
-    job_correlation: dict[str, str] = field(default_factory=dict)  # job id -> correlation id (docs/compatibility.md#correlation-ids)
+    # job id -> correlation id (docs/compatibility.md#correlation-ids)
+    job_correlation: dict[str, str] = field(default_factory=dict)
     counters: Counters = field(default_factory=Counters)
 
 

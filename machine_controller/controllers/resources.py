@@ -19,5 +19,5 @@ def node_ref_index(machine: dict) -> list[str]:
     return [name] if name else []
 
 
-__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "REMEDIATIONS", "VOLUME_ATTACHMENTS", "NODES", "PODS", "SECRETS",
-           "EVICTION_SUBRESOURCE", "INDEX_NODE_REF", "node_ref_index"]
+__all__ = ["MACHINES", "MACHINESETS", "MACHINEHEALTHCHECKS", "REMEDIATIONS", "VOLUME_ATTACHMENTS", "NODES", "PODS",
+           "SECRETS", "EVICTION_SUBRESOURCE", "INDEX_NODE_REF", "node_ref_index"]

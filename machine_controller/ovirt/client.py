@@ -274,8 +274,8 @@ class OvirtClient:
             except sdk.Error as e:
                 if getattr(e, "code", None) == 400 and _DUPLICATE_MEMBER in str(e):
                     return  # already a member (docs/compatibility.md#affinity-groups)
-                # Engines answer this POST with <action> instead of <vm> (BZ 1931932, docs/compatibility.md#creating-a-vm):
-                # the VM was added all the same.
+                # Engines answer this POST with <action> instead of <vm> (BZ 1931932,
+                # docs/compatibility.md#creating-a-vm): the VM was added all the same.
                 if "got Action" not in str(e) and "Action" not in str(e).split("but got")[-1]:
                     raise
         self.call("add VM to affinity group", add)

@@ -51,7 +51,8 @@ class CredentialsWatch:
             self._clear(str(e))
             return
         if self.pool.set_credentials(creds):
-            log.info("oVirt credentials loaded", url=creds.url, username=creds.username, fingerprint=creds.fingerprint())
+            log.info("oVirt credentials loaded", url=creds.url, username=creds.username,
+                     fingerprint=creds.fingerprint())
         self.problem = None
 
     def _clear(self, why: str) -> None:

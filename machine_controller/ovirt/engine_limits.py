@@ -40,6 +40,7 @@ def check_memory(spec: OvirtMachineProviderSpec, cluster: types.Cluster) -> None
     if spec.memory_mb * DEFAULT_MAX_MEMORY_RATIO > limit:
         raise InvalidMachineConfiguration(
             f"spec.providerSpec.value.memory_mb: Invalid value: {spec.memory_mb}: must be at most "
-            f"{limit // DEFAULT_MAX_MEMORY_RATIO} on cluster {cluster.name or cluster.id} (level {level[0]}.{level[1]}): "
+            f"{limit // DEFAULT_MAX_MEMORY_RATIO} on cluster {cluster.name or cluster.id} "
+            f"(level {level[0]}.{level[1]}): "
             f"the engine sets a VM's maximum memory to {DEFAULT_MAX_MEMORY_RATIO} times its memory and refuses a "
             f"maximum above the level's platform limit of {limit} MiB")

@@ -103,7 +103,8 @@ def _describe(err: sdk.Error) -> str:
     if fault is not None and (fault.reason or fault.detail):
         detail = (fault.detail or "").strip()
         if detail.startswith("[") and detail.endswith("]"):
-            detail = detail[1:-1]  # the engine renders its message list as a Java list (docs/compatibility.md#annotations-and-labels)
+            # The engine renders its message list as a Java list (docs/compatibility.md#annotations-and-labels).
+            detail = detail[1:-1]
         reason = fault.reason or ""
         return f"{reason}: {detail} (HTTP {err.code})" if detail else f"{reason} (HTTP {err.code})"
     return str(err)

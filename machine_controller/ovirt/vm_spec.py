@@ -1,7 +1,8 @@
-"""The oVirt VM a provider spec asks for, as SDK types: what `POST /vms` sends (docs/compatibility.md#creating-a-vm). Pure: every id it needs is resolved by the caller.
+"""The oVirt VM a provider spec asks for, as SDK types: what `POST /vms` sends (docs/compatibility.md#creating-a-vm).
+Pure: every id it needs is resolved by the caller.
 
-Where the Go actuator lost settings, this keeps them (docs/compatibility.md#go-provider-defects): a high_performance VM keeps its CPU
-topology and guaranteed memory, and sparse/format/storage domain apply to every template disk.
+Where the Go actuator lost settings, this keeps them (docs/compatibility.md#go-provider-defects): a high_performance VM
+keeps its CPU topology and guaranteed memory, and sparse/format/storage domain apply to every template disk.
 """
 
 from __future__ import annotations

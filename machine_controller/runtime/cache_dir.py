@@ -1,5 +1,6 @@
 """Where the project keeps what it builds once per machine: the test bed's Go binaries (hack/controlplane) and the
-CSI driver's generated stubs (storage/csi/spec.py). $OMC_CACHE_DIR, else ${XDG_CACHE_HOME:-~/.cache}/ovirt-machine-controller."""
+CSI driver's generated stubs (storage/csi/spec.py). $OMC_CACHE_DIR, else
+${XDG_CACHE_HOME:-~/.cache}/ovirt-machine-controller."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rate limiters for the work queue, after client-go's `util/workqueue/default_rate_limiters.go` (docs/compatibility.md#kubernetes-api).
+"""Rate limiters for the work queue, after client-go's `util/workqueue/default_rate_limiters.go`
+(docs/compatibility.md#kubernetes-api).
 
 A limiter answers "how long must this key wait before it is retried?". The controller's default is the max of a
 per-key exponential backoff (so one failing object backs off alone) and an overall token bucket (so a storm of

@@ -47,7 +47,8 @@ def write(rest: Rest, resource: Resource, obj: dict[str, Any], *, metadata: Mapp
     """Merge-patch the changed fields of `obj`: `metadata` (with `spec`) to the object, or `status` to its
     `/status`, never both in one call (the API server takes each through its own endpoint). Returns the object as
     the server stored it, or None when nothing changed and nothing was sent. `guarded` sends `obj`'s
-    resourceVersion. `stamp` (a status's `lastUpdated`) is sent along only when some other field changed. Raises `Conflict` or `Gone` when the write lost a race; any other failure as it came."""
+    resourceVersion. `stamp` (a status's `lastUpdated`) is sent along only when some other field changed. Raises
+    `Conflict` or `Gone` when the write lost a race; any other failure as it came."""
     if status is not None and (metadata is not None or spec is not None):
         raise ValueError("status is written through /status, metadata and spec through the object: one per write")
     meta = obj["metadata"]

@@ -85,8 +85,8 @@ def build(args: argparse.Namespace, registry: CollectorRegistry | None = None) -
     classes = manager.add_informer(Informer(api, STORAGE_CLASSES))
     events = EventRecorder(api, PROVISIONER)
     manager.on_shutdown(events.close)
-    provisioner = Provisioner(rest, Disks(CountingClient(pool, metrics, registry)), pvcs.store, pvs.store, classes.store,
-                              events, metrics)
+    provisioner = Provisioner(rest, Disks(CountingClient(pool, metrics, registry)), pvcs.store, pvs.store,
+                              classes.store, events, metrics)
     queue = WorkQueue("ovirt-volume-provisioner", controller_rate_limiter(base=0.5, cap=60.0), registry=registry)
     pvcs.add_handler(enqueue_mapped(queue, provisioner.pvc_keys))
     pvs.add_handler(enqueue_mapped(queue, provisioner.pv_keys))

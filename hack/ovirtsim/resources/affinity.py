@@ -100,7 +100,8 @@ def remove_group(engine: EngineView, req: ApiRequest) -> ApiResponse:
 
 
 def _member(store: Store, cluster: types.Cluster, group: types.AffinityGroup | None, given: types.Vm) -> types.Vm:
-    """The current engine uses only the VM id (docs/compatibility.md#affinity-groups); an unknown VM is the backend's 400."""
+    """The current engine uses only the VM id (docs/compatibility.md#affinity-groups); an unknown VM is the backend's
+    400."""
     vm = store.vms.get(given.id) if given.id else None
     if vm is None:
         raise bad_parameters("Cannot add Affinity Group. VM doesn't exist.")

@@ -92,7 +92,8 @@ def entity(obj: Any, req: ApiRequest | None = None, present: Presenter | None = 
 
 
 def follow_paths(req: ApiRequest) -> list[str]:
-    """`follow=disk_attachments.disk,nics`: the linked collections to inline (docs/compatibility.md#listing-and-search)."""
+    """`follow=disk_attachments.disk,nics`: the linked collections to inline
+    (docs/compatibility.md#listing-and-search)."""
     raw = req.query.get("follow", "")
     return [p.strip() for p in raw.split(",") if p.strip()]
 
@@ -118,7 +119,8 @@ def action_done(job: types.Job | None = None, action: types.Action | None = None
 
 
 def removed() -> ApiResponse:
-    """DELETE succeeds with 200 and `<action><status>complete</status></action>`, never 204 (docs/compatibility.md#simulator)."""
+    """DELETE succeeds with 200 and `<action><status>complete</status></action>`, never 204
+    (docs/compatibility.md#simulator)."""
     return ApiResponse.xml(xmlio.render_action(None, "complete"))
 
 

@@ -1,4 +1,5 @@
-"""Disks: floating disks (`/disks`), and the disk bookkeeping VMs share (creation, space, removal) (docs/compatibility.md#disks).
+"""Disks: floating disks (`/disks`), and the disk bookkeeping VMs share (creation, space, removal)
+(docs/compatibility.md#disks).
 
 Storage accounting: a disk occupies its `actual_size` on its storage domain (preallocated: the provisioned size;
 sparse: what has been written, starting small). A new disk that does not fit in the domain's free space is refused
@@ -157,7 +158,8 @@ def new_floating_disk(engine: EngineView, req: ApiRequest, spec: types.Disk, act
         raise bad_parameters(f"Cannot {action} Virtual Disk. Disk size must be a positive number.")
     domains = spec.storage_domains or ([spec.storage_domain] if spec.storage_domain else [])
     if not domains:
-        raise ApiError(400, "Incomplete parameters", f"Disk [storageDomains.storageDomain.id|name] required for {action}")
+        raise ApiError(400, "Incomplete parameters",
+                       f"Disk [storageDomains.storageDomain.id|name] required for {action}")
     sd = resolve(store, "storage_domains", "StorageDomain", domains[0])
     sparse = spec.sparse if spec.sparse is not None else spec.format is types.DiskFormat.COW
     plan = plan_disk(store, spec, sd, action, "Virtual Disk", spec.provisioned_size, spec.format, sparse, None,

@@ -157,7 +157,8 @@ def list_network_profiles(engine: EngineView, req: ApiRequest) -> ApiResponse:
 
 @route("GET", "/vnicprofiles")
 def list_profiles(engine: EngineView, req: ApiRequest) -> ApiResponse:
-    """No `search` here, as on the engine: clients filter by name client-side (docs/compatibility.md#listing-and-search)."""
+    """No `search` here, as on the engine: clients filter by name client-side
+    (docs/compatibility.md#listing-and-search)."""
     return listing(engine, req, engine.store.vnic_profiles.all(), "vnic_profiles")
 
 
@@ -288,7 +289,7 @@ def remove_tag(engine: EngineView, req: ApiRequest) -> ApiResponse:
     return removed()
 
 
-# -- jobs (docs/compatibility.md#correlation-ids) -----------------------------------------------------------------------------------------
+# -- jobs (docs/compatibility.md#correlation-ids) ----------------------------------------------------------------------
 @route("GET", "/jobs")
 def list_jobs(engine: EngineView, req: ApiRequest) -> ApiResponse:
     store = engine.store

@@ -1,4 +1,5 @@
-"""A VM's sub-collections: disk attachments, NICs, reported devices, tags, graphics consoles (docs/compatibility.md#status)."""
+"""A VM's sub-collections: disk attachments, NICs, reported devices, tags, graphics consoles
+(docs/compatibility.md#status)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from hack.ovirtsim.store import Store, href, new_id
 
 
 # -- disk attachments --------------------------------------------------------------------------------------
-def attachment_view(store: Store, vm: types.Vm, da: types.DiskAttachment, with_disk: bool = False) -> types.DiskAttachment:
+def attachment_view(store: Store, vm: types.Vm, da: types.DiskAttachment,
+                    with_disk: bool = False) -> types.DiskAttachment:
     """`logical_name` is only known while the guest agent reports (docs/compatibility.md#disks)."""
     view = shallow(da)
     if guest.agent_reporting(vm, store.vm_runtime(vm.id)):
@@ -280,7 +282,8 @@ def get_console(engine: EngineView, req: ApiRequest) -> ApiResponse:
 
 @route("DELETE", "/vms/{vm}/graphicsconsoles/{console}")
 def remove_console(engine: EngineView, req: ApiRequest) -> ApiResponse:
-    """CAPO removes the consoles of high_performance VMs while they are down (docs/compatibility.md#listing-and-search)."""
+    """CAPO removes the consoles of high_performance VMs while they are down
+    (docs/compatibility.md#listing-and-search)."""
     vm = vm_or_404(engine, req)
     get_or_404(engine.store.vm_consoles, req.params["console"], vm.id)
     check(VmAction.EDIT, vm.status)

@@ -1,4 +1,5 @@
-"""VMs: create from a template, get/list/search, update, remove, and the lifecycle actions (docs/compatibility.md#creating-a-vm)."""
+"""VMs: create from a template, get/list/search, update, remove, and the lifecycle actions
+(docs/compatibility.md#creating-a-vm)."""
 
 from __future__ import annotations
 
@@ -113,7 +114,8 @@ def present(engine: EngineView, vm: types.Vm, paths: list[str] | None = None) ->
 
 
 def vm_for_action(engine: EngineView, req: ApiRequest, verb: str) -> types.Vm:
-    """An action on an unknown VM reaches the backend: 400 `[Cannot run VM. VM is not found.]` (docs/compatibility.md#engine-faults-and-retries)."""
+    """An action on an unknown VM reaches the backend: 400 `[Cannot run VM. VM is not found.]`
+    (docs/compatibility.md#engine-faults-and-retries)."""
     vm = engine.store.vms.get(req.params["vm"])
     if vm is None:
         raise bad_parameters(f"Cannot {verb} VM. VM is not found.")
@@ -452,9 +454,9 @@ def reset_vm(engine: EngineView, req: ApiRequest) -> ApiResponse:
 
 @route("POST", "/vms/{vm}/autopincpuandnumanodes", action=True)
 def auto_pin(engine: EngineView, req: ApiRequest) -> ApiResponse:
-    """Deprecated action the OpenShift actuator calls after create (docs/compatibility.md#creating-a-vm): with `optimize_cpu_settings` the VM
-    is resized to its dedicated host's topology leaving one core per socket to the host (resize_and_pin_numa,
-    inferred), otherwise the existing topology is pinned."""
+    """Deprecated action the OpenShift actuator calls after create (docs/compatibility.md#creating-a-vm): with
+    `optimize_cpu_settings` the VM is resized to its dedicated host's topology leaving one core per socket to the host
+    (resize_and_pin_numa, inferred), otherwise the existing topology is pinned."""
     store = engine.store
     vm = vm_for_action(engine, req, "edit")
     check(VmAction.EDIT, vm.status)

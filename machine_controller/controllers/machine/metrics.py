@@ -21,12 +21,12 @@ class MachineMetrics:
             "Number of seconds between Machine creation and Machine phase transition",
             ["phase"], buckets=_PHASE_BUCKETS, registry=registry)
         labels = ["name", "namespace", "reason"]
-        self.create_failed = Counter("mapi_instance_create_failed", "Number of times provider instance create has failed.",
-                                     labels, registry=registry)
-        self.update_failed = Counter("mapi_instance_update_failed", "Number of times provider instance update has failed.",
-                                     labels, registry=registry)
-        self.delete_failed = Counter("mapi_instance_delete_failed", "Number of times provider instance delete has failed.",
-                                     labels, registry=registry)
+        self.create_failed = Counter("mapi_instance_create_failed",
+                                     "Number of times provider instance create has failed.", labels, registry=registry)
+        self.update_failed = Counter("mapi_instance_update_failed",
+                                     "Number of times provider instance update has failed.", labels, registry=registry)
+        self.delete_failed = Counter("mapi_instance_delete_failed",
+                                     "Number of times provider instance delete has failed.", labels, registry=registry)
 
     @classmethod
     def of(cls, registry: CollectorRegistry | None) -> "MachineMetrics":

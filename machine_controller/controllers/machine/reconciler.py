@@ -265,8 +265,9 @@ class MachineReconciler:
             raise
         if st is None:
             if machine.spec.provider_id or machine.status.addresses:
-                condition = false_condition(MachineConditionType.INSTANCE_EXISTS, MachineConditionReason.INSTANCE_MISSING,
-                                            ConditionSeverity.WARNING, "Instance not found on provider")
+                condition = false_condition(MachineConditionType.INSTANCE_EXISTS,
+                                            MachineConditionReason.INSTANCE_MISSING, ConditionSeverity.WARNING,
+                                            "Instance not found on provider")
                 self._fail(obj, machine, None, "Can't find created instance.", conditions=[condition])
                 return None
             self._write_status(obj, machine, MachinePhase.PROVISIONING)
@@ -445,8 +446,8 @@ class MachineReconciler:
         self._write_status(obj, machine, MachinePhase.FAILED, conditions=list(conditions), error_reason=reason,
                            error_message=message, provider_status=provider_status or None)
 
-    def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: Sequence[Condition] = (), addresses=None,
-                      provider_status: dict | None = None, error_reason: str | None = None,
+    def _write_status(self, obj: dict, machine: Machine, phase: str, conditions: Sequence[Condition] = (),
+                      addresses=None, provider_status: dict | None = None, error_reason: str | None = None,
                       error_message: str | None = None, drop_provider_status: bool = False,
                       node_ref: dict | None = None, guarded: bool = False) -> None:
         old = obj.get("status") or {}

@@ -99,7 +99,8 @@ class NodeInstanceReconciler:
             held = hold_for_volumes(self._rest, node, self._events, node, "its instance no longer exists")
             if held is not None:
                 return held
-            self._events.normal(node, "DeletingNode", f"the instance of node {name} no longer exists; deleting the Node")
+            self._events.normal(node, "DeletingNode",
+                                f"the instance of node {name} no longer exists; deleting the Node")
             try:
                 self._rest.delete(NODES, name)
             except Exception as e:

@@ -125,7 +125,8 @@ class RemediationContext:
         try:
             add_taint(self._rest, self._nodes.get(node_name), taint)
         except TaintsChanged:
-            raise writes.Conflict(f"Node {node_name}'s taints changed meanwhile") from None  # the next pass reads it again
+            # The next pass reads it again.
+            raise writes.Conflict(f"Node {node_name}'s taints changed meanwhile") from None
 
     def _remove_taints(self, node_name: str) -> None:
         """Remove the remediation's taints from the Node (only ends and finalizers come here, so its fresh read

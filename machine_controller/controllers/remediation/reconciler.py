@@ -91,7 +91,8 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
             or rem.metadata.annotations.get(_NODE_NAME_ANNOTATION) or rem.status.node_name \
             or (rem.metadata.name if machine is None else "")
         node = self._nodes.get(node_name) if node_name else None
-        pid = ((machine or {}).get("spec") or {}).get("providerID") or ((node or {}).get("spec") or {}).get("providerID")
+        pid = (((machine or {}).get("spec") or {}).get("providerID")
+               or ((node or {}).get("spec") or {}).get("providerID"))
         if not pid:
             message = f"no Machine or Node with a providerID found for {rem.metadata.name}"
             self._events.warning(obj, "NoTarget", message)
@@ -133,14 +134,16 @@ def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines:
     change (heartbeats alone do not wake them)."""
     remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
     reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
-                                       registry=manager.registry, timing=timing or RemediationTiming(), namespace=namespace)
+                                       registry=manager.registry, timing=timing or RemediationTiming(),
+                                       namespace=namespace)
     remediations.add_handler(enqueue_object(queue))
 
     def for_machine(machine: dict) -> list[str]:
         key = object_key(machine)
         return [object_key(r) for r in remediations.store.list()
-                if object_key(r) == key or any(o.get("kind") == "Machine" and o.get("name") == machine["metadata"]["name"]
-                                               for o in r["metadata"].get("ownerReferences") or [])]
+                if object_key(r) == key
+                or any(o.get("kind") == "Machine" and o.get("name") == machine["metadata"]["name"]
+                       for o in r["metadata"].get("ownerReferences") or [])]
 
     def for_node(node: dict) -> list[str]:
         name = node["metadata"]["name"]

@@ -97,7 +97,8 @@ def controller_servicer(pb: Any, pb_grpc: Any, disks: Disks) -> Any:
                                                      thin=params.thin, description=description_for(name)))
             except NotFoundError:
                 # The only lookup before the POST is the class's storage domain: a parameter naming nothing.
-                raise invalid(f"storage domain {params.storage_domain!r} (parameter storageDomainName) not found") from None
+                raise invalid(f"storage domain {params.storage_domain!r} (parameter storageDomainName) "
+                              "not found") from None
 
         def _ok(self, disk, context):
             if disk_status(disk) == "ok":

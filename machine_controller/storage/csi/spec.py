@@ -5,8 +5,8 @@ Where the proto comes from (docs/storage.md#csi-driver): the spec is published a
 version the pinned CSI sidecars and csi-sanity require, and take the file from Go's module cache
 (`go mod download -json`, through the module proxy), or from `$OVIRT_CSI_PROTO` where there is no Go (an image
 build copies the file there). `python -m grpc_tools.protoc` turns it into `csi_pb2.py`/`csi_pb2_grpc.py` under
-`$OMC_CACHE_DIR/csi/spec/<version>-grpcio-tools-<its version>/` (or `$OVIRT_CSI_STUBS`), atomically, once per machine; `load()` imports
-them from there. grpcio-tools carries protoc and the well-known types csi.proto imports.
+`$OMC_CACHE_DIR/csi/spec/<version>-grpcio-tools-<its version>/` (or `$OVIRT_CSI_STUBS`), atomically, once per machine;
+`load()` imports them from there. grpcio-tools carries protoc and the well-known types csi.proto imports.
 """
 
 from __future__ import annotations

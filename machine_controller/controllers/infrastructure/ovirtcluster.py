@@ -17,8 +17,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from api import capi
-from api.capi import is_paused
 from api.infrastructure import CLUSTER_FINALIZER, ConditionType, OvirtCluster
 from machine_controller.controllers.infrastructure.objects import ObjectWriter, Reason, condition, has_condition
 from machine_controller.controllers.infrastructure.resources import (
@@ -27,6 +25,7 @@ from machine_controller.controllers.infrastructure.resources import (
     capi_cluster,
     cluster_index,
     cluster_of_ovirt_cluster,
+    paused,
 )
 from machine_controller.controllers.provider import ActuatorError, EngineIdentity, Engines, MissingDependency
 from machine_controller.runtime.controller import (
@@ -71,7 +70,7 @@ class OvirtClusterReconciler:
         meta = oc.metadata
         cluster_key = next(iter(cluster_of_ovirt_cluster(obj)), "")
         cluster = capi_cluster(self._clusters, meta.namespace, cluster_key.partition("/")[2])
-        if is_paused(cluster, meta) or (cluster is not None and capi.PAUSED_ANNOTATION in cluster.metadata.annotations):
+        if paused(cluster, meta):
             self._writer.status(obj, paused=True)
             return None
         gen = meta.generation

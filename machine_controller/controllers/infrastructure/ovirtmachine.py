@@ -30,8 +30,7 @@ from typing import Any
 
 import structlog
 
-from api import capi
-from api.capi import CapiCluster, CapiMachine, cluster_name, is_paused
+from api.capi import CapiCluster, CapiMachine, cluster_name
 from api.infrastructure import MACHINE_FINALIZER, ConditionType, OvirtCluster, OvirtMachineStatus
 from api.machine import Machine
 from api.meta import ObjectMeta
@@ -43,6 +42,7 @@ from machine_controller.controllers.infrastructure.resources import (
     capi_machine_of,
     cluster_of_ovirt_cluster,
     ovirt_cluster_of,
+    paused,
 )
 from machine_controller.controllers.infrastructure.seam_machine import in_ovirt_machine_terms, seam_machine
 from machine_controller.controllers.provider import (
@@ -118,8 +118,7 @@ class OvirtMachineReconciler:
             self._engines.forget(key)
             return None
         p = self._read(copy.deepcopy(cached))  # the informer's object is shared with every reader
-        if is_paused(p.cluster, p.meta) or (p.cluster is not None and capi.PAUSED_ANNOTATION in
-                                            p.cluster.metadata.annotations):
+        if paused(p.cluster, p.meta):
             self._writer.status(p.obj, paused=True)
             return None
         if p.meta.deleting:

@@ -38,6 +38,13 @@ def cluster_of_ovirt_cluster(obj: dict) -> list[str]:
     return [f"{meta.get('namespace')}/{name}"] if name else []
 
 
+def paused(cluster: CapiCluster | None, meta: ObjectMeta) -> bool:
+    """The contract's pausing rule, with the paused annotation honoured on the Cluster too (clusterctl move and
+    users pause a whole Cluster either way): nothing is done to a paused object."""
+    return capi.is_paused(cluster, meta) or (cluster is not None
+                                             and capi.PAUSED_ANNOTATION in cluster.metadata.annotations)
+
+
 def owner_name(meta: ObjectMeta, kind: str) -> str | None:
     """The name of `meta`'s owner of `kind` in Cluster API's group (any version: the contract names a version by its
     label, and an owner reference keeps the one it was written with)."""

@@ -1,8 +1,9 @@
 """The admission policies of config/admission on the real API server (docs/architecture.md#admission-time-validation):
 each rule refuses, when it is typed, a provider spec (or a MachineHealthCheck's remediation template) the controller
-refuses, with the controller's own words for the same field path; what the controller accepts (the samples, the e2e tests' Machines, the limits themselves)
-passes; and an update that does not write the provider spec (a label, a finalizer removed, a scale) is never
-refused, so an invalid object stored before the policy can still be scaled and deleted."""
+refuses, with the controller's own words for the same field path; what the controller accepts (the samples, the e2e
+tests' Machines, the limits themselves) passes; and an update that does not write the provider spec (a label, a
+finalizer removed, a scale) is never refused, so an invalid object stored before the policy can still be scaled and
+deleted."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ from machine_controller.ovirt.engine_limits import MAX_VM_NAME_LENGTH, check_vm_
 SAMPLE_VALUE = sample("machineset.yaml")["spec"]["template"]["spec"]["providerSpec"]["value"]
 # The samples' installation: the Machines below are the samples' template, as the e2e tests' Machines are.
 INST = Installation(sample("machineset.yaml")["metadata"]["labels"]["machine.openshift.io/cluster-api-cluster"],
-                    SAMPLE_VALUE["cluster_id"], SAMPLE_VALUE["template_name"], tuple(SAMPLE_VALUE["affinity_groups_names"]))
+                    SAMPLE_VALUE["cluster_id"], SAMPLE_VALUE["template_name"],
+                    tuple(SAMPLE_VALUE["affinity_groups_names"]))
 MACHINESET_PATH = f"spec.template.{PROVIDER_SPEC_PATH}"
 SELECTOR_LABEL = "e2e.ovirt-machine-controller/admission-policy"
 DELETE = object()  # a key removed from the spec (None writes JSON null)
@@ -295,7 +297,8 @@ ACCEPTED = {
     # The e2e tests' Machines that reach Running (test_machine_shapes.py, test_machine_bad_input.py).
     "high_performance": {"type": "high_performance", "cpu": {"sockets": 2, "cores": 2, "threads": 2}, "memory_mb": 8192,
                          "guaranteed_memory_mb": 8192, "hugepages": 2048, "clone": True, "sparse": False,
-                         "format": "raw", "network_interfaces": [{"vnic_profile_id": "0000000a-000a-000a-000a-00000000000a"}]},
+                         "format": "raw",
+                         "network_interfaces": [{"vnic_profile_id": "0000000a-000a-000a-000a-00000000000a"}]},
     "auto_pinning": {"auto_pinning_policy": "resize_and_pin"},
     "big_memory": {"memory_mb": 512 * 1024},
     # Specs only the engine or its cluster refuses: the policy leaves them to the controller.
@@ -361,7 +364,8 @@ def test_random_specs_are_refused_only_when_the_controller_refuses_them(ns, obje
         "hugepages": [DELETE, 0, 2048, 4096],
         "os_disk": [DELETE, {}, {"size_gb": 120}, {"size_gb": -1}, {"size_gb": MAX_DISK_GB + 1}],
         "affinity_groups_names": [DELETE, [], ["a"], ["a", "a"], [""], ["\u00a0"], ["a", 1]],
-        "network_interfaces": [DELETE, [], [{"vnic_profile_id": ID_1}], [{"vnic_profile_id": "p"}], [{}], [None], ["p"]],
+        "network_interfaces": [DELETE, [], [{"vnic_profile_id": ID_1}], [{"vnic_profile_id": "p"}], [{}], [None],
+                               ["p"]],
         "userDataSecret": [DELETE, None, {}, {"name": "worker-user-data"}, {"name": 1}],
         "template_name": [DELETE, "", "rhcos", "rhcos*", "a b"],
     }

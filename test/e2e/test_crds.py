@@ -1,6 +1,6 @@
 """The generated CRDs on a real API server: they install, accept what OpenShift accepts, reject what OpenShift's
-schema rejects, serve the scale and status subresources and the printer columns (docs/compatibility.md#object-shapes), and
-let the garbage collector remove Machines owned by a deleted MachineSet."""
+schema rejects, serve the scale and status subresources and the printer columns (docs/compatibility.md#object-shapes),
+and let the garbage collector remove Machines owned by a deleted MachineSet."""
 
 from __future__ import annotations
 

@@ -58,7 +58,8 @@ def test_os_disk_smaller_than_the_template_is_refused_before_any_vm(menv):
 
 @pytest.mark.parametrize("case", ["name_over_64", "memory_over_the_cluster_level"])
 def test_what_the_engine_would_refuse_at_add_fails_before_any_vm(menv, case):
-    """A 400 at add would be retried forever; the controller knows these limits (docs/compatibility.md#engine-limits)."""
+    """A 400 at add would be retried forever; the controller knows these limits
+    (docs/compatibility.md#engine-limits)."""
     menv.controller()
     if case == "name_over_64":
         name = menv.create_machine(unique_name("w" * 58))  # 65 characters

@@ -97,7 +97,8 @@ def test_vm_removed_behind_our_back_fails_the_machine_and_deletes_its_node(menv)
     # MAO: a provisioned Machine whose instance vanished is Failed (docs/compatibility.md#machine-phases) ...
     failed = menv.wait_phase(name, "Failed", timeout=120)
     assert failed["status"]["errorMessage"] == "Can't find created instance."
-    # ... and the node controller deletes the Node of a VM gone by id and by name (docs/compatibility.md#node-controllers).
+    # ... and the node controller deletes the Node of a VM gone by id and by name
+    # (docs/compatibility.md#node-controllers).
     _wait("the Node to be deleted", lambda: menv.cluster.kubectl("get", "node", name, check=False).returncode != 0)
 
 

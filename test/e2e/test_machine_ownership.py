@@ -70,7 +70,8 @@ def test_a_copied_machine_goes_on_with_its_own_vm_and_says_which_vm_was_not_its_
     a, a_vm = _running_machine(menv)
     b = unique_name("copy")
     copy = _copy_of(menv, a, b)
-    assert copy["spec"]["providerID"] == f"ovirt://{a_vm}" and copy["metadata"]["annotations"][keys.ANNOTATION_VM_ID] == a_vm
+    assert copy["spec"]["providerID"] == f"ovirt://{a_vm}"
+    assert copy["metadata"]["annotations"][keys.ANNOTATION_VM_ID] == a_vm
     menv.cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump(copy))
 
     seen: list[dict] = []

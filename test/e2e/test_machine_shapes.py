@@ -30,7 +30,8 @@ def test_high_performance_machine_gets_every_requested_setting(menv):
         vm = svc.get()
         assert vm.type == types.VmType.HIGH_PERFORMANCE
         t = vm.cpu.topology
-        assert (t.sockets, t.cores, t.threads) == (2, 2, 2)  # not lost to the CPU mode (docs/compatibility.md#go-provider-defects)
+        # Not lost to the CPU mode (docs/compatibility.md#go-provider-defects).
+        assert (t.sockets, t.cores, t.threads) == (2, 2, 2)
         assert vm.cpu.mode == types.CpuMode.HOST_PASSTHROUGH
         assert vm.memory_policy.guaranteed == 8192 * 1024 * 1024 and vm.memory_policy.ballooning is False
         assert {(p.name, p.value) for p in vm.custom_properties or []} >= {("hugepages", "2048")}

@@ -47,11 +47,13 @@ class Scaler:
             vms = self.vms()
             if (len(ms) == n and len(running) == n and {v["name"] for v in vms} == names
                     and all(v["status"] == "up" for v in vms) and self.ready_nodes(names) == names):
-                status = json.loads(self.k("-n", self.ns, "get", "machineset", self.name, "-o", "json").stdout)["status"]
+                out = self.k("-n", self.ns, "get", "machineset", self.name, "-o", "json").stdout
+                status = json.loads(out)["status"]
                 if status.get("replicas") == n and status.get("readyReplicas", 0) == n:
                     return ms
             assert time.monotonic() < deadline, (
-                f"not converged to {n}: machines={[(m['metadata']['name'], (m.get('status') or {}).get('phase')) for m in ms]}"
+                f"not converged to {n}: "
+                f"machines={[(m['metadata']['name'], (m.get('status') or {}).get('phase')) for m in ms]}"
                 f" vms={[(v['name'], v['status']) for v in vms]}\n{self.menv.controller_logs()}")
             time.sleep(0.5)
 
@@ -88,7 +90,8 @@ def test_kubectl_scale_converges_up_down_and_to_zero_with_vms_and_nodes(menv):
     assert left["metadata"]["name"] == by_age[1]["metadata"]["name"]
     gone = {m["metadata"]["name"] for m in three} - {left["metadata"]["name"]}
     assert not any(v["name"] in gone for v in s.vms())
-    nodes = {n["metadata"]["name"] for n in json.loads(menv.cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]}
+    listed = json.loads(menv.cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    nodes = {n["metadata"]["name"] for n in listed}
     assert not gone & nodes
 
     menv.cluster.kubectl("-n", menv.namespace, "scale", "machineset", name, "--replicas=0")

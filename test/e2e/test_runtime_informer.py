@@ -185,7 +185,8 @@ def test_a_transform_trims_what_is_cached_listed_and_watched_alike(cluster, name
     assert informer.wait_for_sync(30)
     rest.create(CONFIG_MAPS, configmap(namespace, "watched"), namespace)
     rest.merge_patch(CONFIG_MAPS, "listed", {"data": {"k": "v"}}, namespace)
-    assert wait_until(lambda: recorder.seen("add", f"{namespace}/watched") and recorder.seen("update", f"{namespace}/listed"))
+    assert wait_until(lambda: recorder.seen("add", f"{namespace}/watched")
+                      and recorder.seen("update", f"{namespace}/listed"))
     assert rest.get(CONFIG_MAPS, "watched", namespace)["metadata"].get("managedFields"), "the server keeps them"
     for name in ("listed", "watched"):
         cached = informer.store.get(f"{namespace}/{name}")

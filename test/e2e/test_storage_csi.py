@@ -104,7 +104,8 @@ def test_pvc_to_disk_attach_detach_delete(csi, cluster, ovirt):
     t1 = time.monotonic()
     cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump({
         "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": va},
-        "spec": {"attacher": DRIVER, "nodeName": csi.node, "source": {"persistentVolumeName": pv["metadata"]["name"]}}}))
+        "spec": {"attacher": DRIVER, "nodeName": csi.node,
+                 "source": {"persistentVolumeName": pv["metadata"]["name"]}}}))
     wait_for(lambda: (get(cluster, "volumeattachment", va) or {}).get("status", {}).get("attached"), timeout=60,
              what="VolumeAttachment attached")
     attached_s = time.monotonic() - t1

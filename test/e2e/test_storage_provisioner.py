@@ -204,7 +204,9 @@ def test_full_storage_domain_event_then_success(senv, ovirt):
 @pytest.mark.parametrize("fault", ["locked", "dropped"])
 def test_engine_faults_never_half_made(senv, ovirt, fault):
     if fault == "locked":
-        ovirt.control.inject_fault("/disks", method="POST", status=409, reason="Operation Failed", detail="[Cannot add Virtual Disk. Related operation is currently in progress. Please try again later.]", count=3)
+        ovirt.control.inject_fault("/disks", method="POST", status=409, reason="Operation Failed",
+                                   detail="[Cannot add Virtual Disk. Related operation is currently in progress. "
+                                          "Please try again later.]", count=3)
     else:
         ovirt.control.drop_connection("/disks", method="POST", count=3)
     senv.start()

@@ -20,7 +20,8 @@ from .helpers import create_down_vm, default_cluster, rhcos_template, start_up_v
 CASES = {
     "vm": ("/vms/{vm}", ".", [
         "name", "description", "comment", "status", "memory", "memory_policy/guaranteed", "memory_policy/max",
-        "memory_policy/ballooning", "cpu/architecture", "cpu/topology/cores", "cpu/topology/sockets", "cpu/topology/threads",
+        "memory_policy/ballooning", "cpu/architecture", "cpu/topology/cores", "cpu/topology/sockets",
+        "cpu/topology/threads",
         "cpu_shares", "high_availability/enabled", "high_availability/priority", "bios/boot_menu/enabled",
         "migration_downtime", "stateless", "delete_protected", "start_paused", "multi_queues_enabled",
         "next_run_configuration_exists", "creation_time", "origin", "type", "os/type", "cluster", "template",

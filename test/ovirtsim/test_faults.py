@@ -1,4 +1,5 @@
-"""Every fault path a controller must handle, as the unmodified SDK surfaces it (docs/compatibility.md#engine-faults-and-retries)."""
+"""Every fault path a controller must handle, as the unmodified SDK surfaces it
+(docs/compatibility.md#engine-faults-and-retries)."""
 
 from __future__ import annotations
 

@@ -159,7 +159,8 @@ def test_control_api_reports_vms(sim, conn):
 
 
 def test_huge_ignition_payload_goes_through_expect_100_continue(sim, conn):
-    """libcurl sends `Expect: 100-continue` for bodies over 1 MiB (docs/compatibility.md#simulator): a big Ignition config."""
+    """libcurl sends `Expect: 100-continue` for bodies over 1 MiB (docs/compatibility.md#simulator): a big Ignition
+    config."""
     big = json.dumps({"ignition": {"version": "3.2.0"},
                       "storage": {"files": [{"path": f"/etc/f{i}", "contents": {"source": "data:," + "x" * 1000}}
                                             for i in range(1500)]}})

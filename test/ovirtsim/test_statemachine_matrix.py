@@ -1,4 +1,5 @@
-"""The matrix of refused actions per VM status, row by row as the engine refuses them (docs/compatibility.md#vm-states) (ActionUtils + validators)."""
+"""The matrix of refused actions per VM status, row by row as the engine refuses them (docs/compatibility.md#vm-states)
+(ActionUtils + validators)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ MATRIX = {
                            "[Cannot remove VM. VM is running.]",
                            "[Cannot extend Virtual Disk because the VM is in Reboot In Progress status.]"),
     S.PAUSED: (OK, OK, OK, "[Cannot reboot VM because the VM is in Paused status.]",
-               "[Cannot remove VM. VM is running.]", "[Cannot extend Virtual Disk because the VM is in Paused status.]"),
+               "[Cannot remove VM. VM is running.]",
+               "[Cannot extend Virtual Disk because the VM is in Paused status.]"),
     S.SUSPENDED: (OK, OK, OK, "[Cannot reboot VM because the VM is in Suspended status.]",
                   "[Cannot remove VM that its state is not down. -Please stop the VM first.]", OK),
     S.SAVING_STATE: ("[Cannot run VM because the VM is in Saving State status.]",
@@ -54,7 +56,8 @@ MATRIX = {
                        "[Cannot extend Virtual Disk because the VM is in Not Responding status.]"),
     S.UNKNOWN: ("[Cannot run VM because the VM is in Unknown status.]", "[Cannot stop VM. VM is not running.]",
                 "[Cannot shutdown VM. VM is not running.]", "[Cannot reboot VM because the VM is in Unknown status.]",
-                "[Cannot remove VM. VM is running.]", "[Cannot extend Virtual Disk because the VM is in Unknown status.]"),
+                "[Cannot remove VM. VM is running.]",
+                "[Cannot extend Virtual Disk because the VM is in Unknown status.]"),
 }
 ACTIONS = (A.START, A.STOP, A.SHUTDOWN, A.REBOOT, A.REMOVE, A.EXTEND_DISK)
 

@@ -125,7 +125,8 @@ def test_jobs_are_found_by_correlation_id(conn):
 
 
 def test_openshift_actuator_call_sequence(conn):
-    """The calls of the OpenShift oVirt actuator's Create, in its order (docs/compatibility.md#listing-and-search), then its Delete."""
+    """The calls of the OpenShift oVirt actuator's Create, in its order (docs/compatibility.md#listing-and-search), then
+    its Delete."""
     system = conn.system_service()
     vms = system.vms_service()
     system.tags_service().add(types.Tag(name="infra-x7k2p"))

@@ -84,7 +84,9 @@ def test_machineset_replicas_pointer_and_status_replicas_zero_are_written():
 
 
 @pytest.mark.parametrize(
-    "value, policy", [("", DeletePolicy.RANDOM), ("Random", DeletePolicy.RANDOM), ("Newest", DeletePolicy.NEWEST), ("Oldest", DeletePolicy.OLDEST)]
+    "value, policy",
+    [("", DeletePolicy.RANDOM), ("Random", DeletePolicy.RANDOM), ("Newest", DeletePolicy.NEWEST),
+     ("Oldest", DeletePolicy.OLDEST)]
 )
 def test_delete_policy_empty_means_random(value, policy):
     ms = MachineSet.from_dict({"spec": {"deletePolicy": value} if value else {}})
@@ -98,7 +100,8 @@ def test_unknown_delete_policy_is_an_error_for_the_controller():
 
 def test_mhc_max_unhealthy_accepts_int_or_string():
     mhc = MachineHealthCheck.from_dict(
-        {"spec": {"maxUnhealthy": "40%", "nodeStartupTimeout": "0", "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]}}
+        {"spec": {"maxUnhealthy": "40%", "nodeStartupTimeout": "0",
+                  "unhealthyConditions": [{"type": "Ready", "status": "Unknown", "timeout": "300s"}]}}
     )
     assert mhc.spec.max_unhealthy == "40%"
     assert MachineHealthCheck.from_dict({"spec": {"maxUnhealthy": 2}}).spec.max_unhealthy == 2
@@ -109,7 +112,8 @@ def test_mhc_max_unhealthy_accepts_int_or_string():
 
 @pytest.mark.parametrize(
     "value, total, expected",
-    [(None, 7, 7), (3, 7, 3), (0, 7, 0), (-2, 7, 0), ("100%", 7, 7), ("40%", 7, 2), ("0%", 7, 0), ("50%", 1, 0), ("34%", 3, 1)],
+    [(None, 7, 7), (3, 7, 3), (0, 7, 0), (-2, 7, 0), ("100%", 7, 7), ("40%", 7, 2), ("0%", 7, 0), ("50%", 1, 0),
+     ("34%", 3, 1)],
 )
 def test_max_unhealthy_count(value, total, expected):
     assert max_unhealthy_count(value, total) == expected
@@ -145,7 +149,8 @@ def test_label_and_annotation_jsonpaths_escape_dots():
     "spec, problems",
     [
         ({"selector": {"matchLabels": {"a": "1"}}, "template": {"metadata": {"labels": {"a": "1", "b": "2"}}}}, []),
-        ({"selector": {}, "template": {"metadata": {"labels": {"a": "1"}}}}, ["spec.selector: Invalid value: an empty selector is not valid for a MachineSet"]),
+        ({"selector": {}, "template": {"metadata": {"labels": {"a": "1"}}}},
+         ["spec.selector: Invalid value: an empty selector is not valid for a MachineSet"]),
         (
             {"selector": {"matchLabels": {"a": "1"}}, "template": {"metadata": {"labels": {"a": "2"}}}},
             ["spec.template.metadata.labels: Invalid value: `selector` does not match template `labels`"],

@@ -70,7 +70,8 @@ def test_protected_metrics_misconfigured_stop_the_process_at_start_up(args, mess
     assert message in capsys.readouterr().err
 
 
-# The args machine-api-operator gives its `machine-controller` container (docs/compatibility.md#deployment-on-openshift).
+# The args machine-api-operator gives its `machine-controller` container
+# (docs/compatibility.md#deployment-on-openshift).
 MAO_ARGS = ["--logtostderr=true", "--v=3", "--leader-elect=true", "--leader-elect-lease-duration=120s",
             "--namespace=openshift-machine-api", "--feature-gates=MachineAPIMigration=false,Foo=true"]
 

@@ -1,4 +1,5 @@
-"""config/crd is what hack/gen_crds.py generates from api/, and has OpenShift's shapes (docs/compatibility.md#object-shapes)."""
+"""config/crd is what hack/gen_crds.py generates from api/, and has OpenShift's shapes
+(docs/compatibility.md#object-shapes)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def schema(plural: str) -> dict:
 
 
 def columns(plural: str) -> list[tuple]:
-    return [(c["name"], c["type"], c["jsonPath"], c.get("priority", 0)) for c in version(plural)["additionalPrinterColumns"]]
+    return [(c["name"], c["type"], c["jsonPath"], c.get("priority", 0))
+            for c in version(plural)["additionalPrinterColumns"]]
 
 
 def test_committed_crds_equal_generated():
@@ -164,7 +166,8 @@ def test_machineset_scale_subresource_columns_and_validation():
     assert spec["properties"]["replicas"]["default"] == 1
     assert spec["properties"]["selector"]["x-kubernetes-map-type"] == "atomic"
     template_meta = spec["properties"]["template"]["properties"]["metadata"]["properties"]
-    assert template_meta["labels"] == {"type": "object", "additionalProperties": {"type": "string"}, "description": "Labels to apply."}
+    assert template_meta["labels"] == {"type": "object", "additionalProperties": {"type": "string"},
+                                       "description": "Labels to apply."}
     assert schema("machinesets")["properties"]["status"]["properties"]["labelSelector"]["type"] == "string"
 
 
@@ -184,7 +187,9 @@ def test_mhc_names_columns_and_validation():
 
 
 @pytest.mark.parametrize(
-    "value, ok", [("0", True), ("7", True), ("0%", True), ("45%", True), ("100%", True), ("101%", False), ("5.5%", False), ("-1", False), ("ten", False)]
+    "value, ok",
+    [("0", True), ("7", True), ("0%", True), ("45%", True), ("100%", True), ("101%", False), ("5.5%", False),
+     ("-1", False), ("ten", False)]
 )
 def test_max_unhealthy_pattern(value, ok):
     pattern = schema("machinehealthchecks")["properties"]["spec"]["properties"]["maxUnhealthy"]["pattern"]
@@ -192,7 +197,9 @@ def test_max_unhealthy_pattern(value, ok):
 
 
 @pytest.mark.parametrize(
-    "value, ok", [("0", True), ("10m", True), ("1h30m", True), ("1.5h", True), ("300ms", True), ("10", False), ("0xyz", False), ("5 m", False)]
+    "value, ok",
+    [("0", True), ("10m", True), ("1h30m", True), ("1.5h", True), ("300ms", True), ("10", False), ("0xyz", False),
+     ("5 m", False)]
 )
 def test_node_startup_timeout_pattern(value, ok):
     pattern = schema("machinehealthchecks")["properties"]["spec"]["properties"]["nodeStartupTimeout"]["pattern"]

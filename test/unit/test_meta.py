@@ -71,7 +71,8 @@ def test_none_labels_are_no_labels():
         (sel(None, ("k", "In", [])), "matchExpressions[0].values: must be non-empty for operator In"),
         (sel(None, ("k", "NotIn", [])), "matchExpressions[0].values: must be non-empty for operator NotIn"),
         (sel(None, ("k", "Exists", ["x"])), "matchExpressions[0].values: must be empty for operator Exists"),
-        (sel(None, ("k", "Exists", []), ("k", "Equals", ["x"])), 'matchExpressions[1].operator: "Equals" is not a valid label selector operator'),
+        (sel(None, ("k", "Exists", []), ("k", "Equals", ["x"])),
+         'matchExpressions[1].operator: "Equals" is not a valid label selector operator'),
     ],
 )
 def test_malformed_selectors_are_rejected(selector, problem):
@@ -201,13 +202,15 @@ def test_object_meta_controller_ref_and_deleting():
             "deletionTimestamp": "2024-01-02T03:04:05Z",
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "1"},
-                {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "ms", "uid": "2", "controller": True, "blockOwnerDeletion": True},
+                {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "ms", "uid": "2",
+                 "controller": True, "blockOwnerDeletion": True},
             ],
             "managedFields": [{"manager": "kubectl"}],
         }
     )
     assert meta.deleting
     assert meta.controller_ref() == OwnerReference(
-        api_version="machine.openshift.io/v1beta1", kind="MachineSet", name="ms", uid="2", controller=True, block_owner_deletion=True
+        api_version="machine.openshift.io/v1beta1", kind="MachineSet", name="ms", uid="2", controller=True,
+        block_owner_deletion=True,
     )
     assert not ObjectMeta().deleting and ObjectMeta().controller_ref() is None

@@ -138,11 +138,15 @@ def test_explicit_false_pointers_are_kept():
         ("key: [unclosed", None),
         ("just text", f"{P}: Invalid value: expected object, got string"),
         (spec_with(memory_mb="16G"), f"{P}.memory_mb: Invalid value: expected integer, got string"),
-        (spec_with(cpu={"sockets": 1, "cores": "4", "threads": 1}), f"{P}.cpu.cores: Invalid value: expected integer, got string"),
+        (spec_with(cpu={"sockets": 1, "cores": "4", "threads": 1}),
+         f"{P}.cpu.cores: Invalid value: expected integer, got string"),
         (spec_with(clone="yes"), f"{P}.clone: Invalid value: expected boolean, got string"),
-        (spec_with(affinity_groups_names="ag"), f"{P}.affinity_groups_names: Invalid value: expected array, got string"),
-        (spec_with(affinity_groups_names=["a", 3]), f"{P}.affinity_groups_names[1]: Invalid value: expected string, got integer"),
-        (spec_with(userDataSecret="worker-user-data"), f"{P}.userDataSecret: Invalid value: expected object, got string"),
+        (spec_with(affinity_groups_names="ag"),
+         f"{P}.affinity_groups_names: Invalid value: expected array, got string"),
+        (spec_with(affinity_groups_names=["a", 3]),
+         f"{P}.affinity_groups_names[1]: Invalid value: expected string, got integer"),
+        (spec_with(userDataSecret="worker-user-data"),
+         f"{P}.userDataSecret: Invalid value: expected object, got string"),
         (spec_with(hugepages=True), f"{P}.hugepages: Invalid value: expected integer, got boolean"),
     ],
 )
@@ -304,7 +308,8 @@ INVALID = {
         spec_with(cpu={"sockets": 1, "cores": 4}),
         [f"{P}.cpu.threads: Invalid value: 0: must be greater than 0"],
     ),
-    "os_disk missing": (spec_with(os_disk=None), [f"{P}.os_disk: Required value: must give the size of the bootable disk"]),
+    "os_disk missing": (spec_with(os_disk=None),
+                        [f"{P}.os_disk: Required value: must give the size of the bootable disk"]),
     "os_disk size zero": (
         spec_with(os_disk={"size_gb": 0}),
         [f"{P}.os_disk.size_gb: Invalid value: 0: must be greater than 0"],
@@ -432,7 +437,8 @@ def test_validation_path_prefix_can_be_changed():
 
 @pytest.mark.parametrize(
     "vm_type, clone, expected",
-    [("desktop", None, False), ("server", None, True), ("high_performance", None, True), ("desktop", True, True), ("server", False, False)],
+    [("desktop", None, False), ("server", None, True), ("high_performance", None, True), ("desktop", True, True),
+     ("server", False, False)],
 )
 def test_effective_clone_defaults_by_vm_type(vm_type, clone, expected):
     assert OvirtMachineProviderSpec(type=vm_type, clone=clone).effective_clone is expected

@@ -74,8 +74,8 @@ def dashboard_queries() -> list[tuple[str, str]]:
 
 def grouping_labels(expr: str) -> set[str]:
     """The labels `expr` aggregates or matches by (`by (...)`, `on (...)` and the like)."""
-    return {label.strip() for m in re.finditer(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", expr)
-            for label in m.group(1).split(",") if label.strip()}
+    clauses = re.finditer(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)", expr)
+    return {label.strip() for m in clauses for label in m.group(1).split(",") if label.strip()}
 
 
 def selectors(expr: str) -> list[Selector]:

@@ -413,7 +413,8 @@ ROWS = [
         events=[("Normal", "Created")], calls={"provision": 1, "status": 1},
         check=_provider_id_and_addresses_recorded),
     Row("a passing state of the instance while provisioning is not written: its id is already recorded",
-        machine("Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"}),
+        machine("Provisioning",
+                annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"}),
         [Result(requeue_after=1.0)],
         provision=[Progress(done=False, requeue_after=1.0, instance_id=VM, instance_state="wait_for_launch")],
         phase="Provisioning", annotations={keys.ANNOTATION_VM_ID: VM, keys.ANNOTATION_INSTANCE_STATE: "image_locked"},
@@ -519,7 +520,8 @@ ROWS = [
         machine("Deleting", deleting=True, node=True, conditions=DRAINED), [Result(requeue_after=5.0)],
         node=node_obj(), delete=[POWERING_DOWN], phase="Deleting", conditions={"Drained": "True"},
         annotations={keys.ANNOTATION_INSTANCE_STATE: "powering_down"}, node_after="cordoned", calls={"delete": 1}),
-    Row("deletion of a Running Machine whose Node drains at once: one status write, the stopping VM's state not written",
+    Row("deletion of a Running Machine whose Node drains at once: one status write, the stopping VM's state not "
+        "written",
         machine("Running", deleting=True, node=True, annotations={keys.ANNOTATION_VM_ID: VM,
                                                                   keys.ANNOTATION_INSTANCE_STATE: "up"}),
         [Result(requeue_after=5.0)], node=node_obj(), delete=[POWERING_DOWN], phase="Deleting",
@@ -795,7 +797,8 @@ def test_a_pass_reading_a_cache_without_the_last_status_write_neither_writes_nor
     assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=30.0)
     assert w.machine()["status"]["phase"] == "Provisioned"
     version = w.machine()["metadata"]["resourceVersion"]
-    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=0.5)  # 409: looked at again with the newer Machine
+    # 409: looked at again with the newer Machine.
+    assert settle(w.reconciler.reconcile, KEY) == Result(requeue_after=0.5)
     assert w.machine()["metadata"]["resourceVersion"] == version  # nothing written
     assert [e.reason for e in w.events.recorded] == ["Created"]
     assert w.registry.get_sample_value("mapi_machine_phase_transition_seconds_count", {"phase": "Provisioned"}) == 1.0

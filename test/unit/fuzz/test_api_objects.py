@@ -1,8 +1,9 @@
 """The objects users write besides Machines: MachineSets (api/machineset.py), MachineHealthChecks
-(api/machinehealthcheck.py) and their remediation templates (api/remediation.py, controllers/healthcheck/remediators.py).
-Any document decodes or is refused with DecodeError naming its field; a decoded MachineSet's selector problems are
-reported, never raised; a remediation template is used only when its kind is a registered remediator's, and is
-otherwise refused naming spec.remediationTemplate; durations and maxUnhealthy give a number or ValueError."""
+(api/machinehealthcheck.py) and their remediation templates (api/remediation.py,
+controllers/healthcheck/remediators.py). Any document decodes or is refused with DecodeError naming its field; a decoded
+MachineSet's selector problems are reported, never raised; a remediation template is used only when its kind is a
+registered remediator's, and is otherwise refused naming spec.remediationTemplate; durations and maxUnhealthy give a
+number or ValueError."""
 
 from __future__ import annotations
 

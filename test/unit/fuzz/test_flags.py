@@ -101,8 +101,8 @@ def _one_line(err: str, prog: str) -> None:
 @pytest.mark.parametrize("tool", sorted(TOOLS))
 @pytest.mark.parametrize("argv", [["\n"], ["--workers=1\r"], ["--log-level", "x\ny"]])
 def test_an_argument_with_a_line_break_is_refused_in_one_line(tool, argv):
-    # Found by test_any_arguments_are_accepted_or_refused_in_one_line_with_code_2 (argv ['\n'], ['\r']): argparse echoes the
-    # argument as it is, so its line break split the error in two lines.
+    # Found by test_any_arguments_are_accepted_or_refused_in_one_line_with_code_2 (argv ['\n'], ['\r']): argparse echoes
+    # the argument as it is, so its line break split the error in two lines.
     code, out, err = _outcome(TOOLS[tool], argv)
     assert code == 2
     _one_line(err, tool.split(" ")[0])

@@ -6,7 +6,8 @@ from api.machine import Machine
 from machine_controller.controllers.provider import InvalidMachineConfiguration
 from machine_controller.ovirt.actuator import OvirtActuator
 
-SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b", "template_name": "t", "type": "server",
+SPEC = {"userDataSecret": {"name": "u"}, "cluster_id": "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b", "template_name": "t",
+        "type": "server",
         "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "memory_mb": 4096, "os_disk": {"size_gb": 120},
         "auto_pinning_policy": "resize_and_pin"}
 
@@ -26,7 +27,8 @@ def _machine(spec):
 
 
 def test_auto_pinning_on_an_engine_older_than_4_4_5_is_invalid():
-    with pytest.raises(InvalidMachineConfiguration, match=r"auto_pinning_policy: Forbidden: .*4\.4\.5.*engine is 4\.4\.4"):
+    with pytest.raises(InvalidMachineConfiguration,
+                       match=r"auto_pinning_policy: Forbidden: .*4\.4\.5.*engine is 4\.4\.4"):
         OvirtActuator(_Engine((4, 4, 4)), user_data=lambda ns, n: "").spec_of(_machine(SPEC))
 
 

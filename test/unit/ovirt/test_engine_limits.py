@@ -1,4 +1,5 @@
-"""The engine's add-time refusals that no retry changes, checked before any VM exists (docs/compatibility.md#engine-limits)."""
+"""The engine's add-time refusals that no retry changes, checked before any VM exists
+(docs/compatibility.md#engine-limits)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def cluster(major: int, minor: int) -> types.Cluster:
 
 def test_vm_names_up_to_64_characters():
     check_vm_name("w" * 64)
-    with pytest.raises(InvalidMachineConfiguration, match=r"metadata.name: Invalid value: .*no more than 64 .*it is 65"):
+    with pytest.raises(InvalidMachineConfiguration,
+                       match=r"metadata.name: Invalid value: .*no more than 64 .*it is 65"):
         check_vm_name("w" * 65)
 
 
@@ -34,7 +36,8 @@ def test_platform_limit_by_cluster_level(level, limit):
 def test_memory_beyond_a_quarter_of_the_level_limit_is_refused():
     check_memory(spec(memory_mb=4 * TIB_MB), cluster(4, 7))  # maximum 16 TiB: exactly the limit
     with pytest.raises(InvalidMachineConfiguration,
-                       match=r"memory_mb: Invalid value: 4194305: must be at most 4194304 on cluster Default \(level 4.7\)"):
+                       match=r"memory_mb: Invalid value: 4194305: must be at most 4194304 "
+                             r"on cluster Default \(level 4.7\)"):
         check_memory(spec(memory_mb=4 * TIB_MB + 1), cluster(4, 7))
     check_memory(spec(memory_mb=4 * TIB_MB + 1), cluster(4, 8))  # 64 TiB platform limit there
 

@@ -27,7 +27,8 @@ def test_locked_vm_is_a_transient_conflict_with_the_engines_words():
 
 def test_not_found_and_bad_request_are_not_transient():
     assert isinstance(classify(sdk.NotFoundError("gone", code=404)), NotFoundError)
-    bad = classify(_fault(400, "Operation Failed", "[Cannot add VM. Physical Memory Guaranteed cannot exceed Memory Size.]"))
+    bad = classify(_fault(400, "Operation Failed",
+                          "[Cannot add VM. Physical Memory Guaranteed cannot exceed Memory Size.]"))
     assert isinstance(bad, BadRequestError) and not bad.transient
 
 

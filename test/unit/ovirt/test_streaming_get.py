@@ -1,6 +1,6 @@
-"""A cluster's VM list is read as curl receives it, never held whole (machine_controller/ovirt/streaming_get.py), through the unmodified SDK
-against the simulator: the same records as the whole answer gives, also when the SDK sends the request again
-after renewing its token, and a reader's own error is the error of the call."""
+"""A cluster's VM list is read as curl receives it, never held whole (machine_controller/ovirt/streaming_get.py),
+through the unmodified SDK against the simulator: the same records as the whole answer gives, also when the SDK sends
+the request again after renewing its token, and a reader's own error is the error of the call."""
 
 from __future__ import annotations
 

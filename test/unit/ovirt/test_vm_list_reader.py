@@ -1,4 +1,5 @@
-"""The cluster's VM list read from the engine's XML (machine_controller/ovirt/vm_list_reader.py) gives the same records as the SDK's reader."""
+"""The cluster's VM list read from the engine's XML (machine_controller/ovirt/vm_list_reader.py) gives the same records
+as the SDK's reader."""
 
 from __future__ import annotations
 

@@ -161,7 +161,7 @@ class HealthServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
                 pass  # probes every few seconds would drown the JSON log
 
         return Handler

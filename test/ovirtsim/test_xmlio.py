@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-import ovirtsdk4  # noqa: F401
+import ovirtsdk4  # noqa: F401 - importing the package registers the SDK's readers and writers
 from ovirtsdk4 import types
 from ovirtsdk4.reader import Reader
 from ovirtsdk4.writer import Writer

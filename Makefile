@@ -8,16 +8,26 @@ STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 3
 
 .PHONY: demo test venv system-deps kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images bench-deps
-.PHONY: crds check-crds lint clean
+.PHONY: crds lint unit clean
 
 # The failover scene runs real nodes: they import the images (hack/images, built once and cached).
 demo: venv kube-binaries images
 	$(PY) -m hack.demo
 
-test: venv kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images
-	$(PY) -m hack.gen_crds --check
-	$(VENV)/bin/lint-imports
+test: lint kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The checks that read the code without running it (docs/development.md#linters): seconds, so `make test` runs
+# them first.
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+	$(PY) -m hack.gen_crds --check
+
+# The tests that need no control plane and no simulator process: the seconds-long loop while changing code.
+unit: venv
+	$(PY) -m pytest -q test/unit test/ovirtsim $(PYTEST_ARGS)
 
 system-deps:
 	bash hack/install-system-deps.sh

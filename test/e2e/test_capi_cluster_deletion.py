@@ -35,8 +35,9 @@ def test_deleting_a_cluster_removes_its_vms_and_leaves_another_clusters_and_a_ma
     doomed.wait_deleted()
 
     left = {vm["id"] for vm in capi.sim.control.vms()}
-    assert not doomed_vms & left, "a VM of the deleted Cluster is still in the engine"
-    assert kept_vms <= left and manual in left
+    assert not doomed_vms & left, (f"VMs of the deleted Cluster still in the engine: "
+                                   f"{[capi.sim.control.vm(i) for i in doomed_vms & left]}\n{capi.logs()}")
+    assert kept_vms <= left and manual in left, f"removed: {(kept_vms | {manual}) - left}\n{capi.logs()}"
     assert doomed.machines() == [] and doomed.ovirt_machines() == {}
     # The other Cluster is untouched: still its one Running Machine on the same VM.
     kept.wait_running(1, timeout=5.0)

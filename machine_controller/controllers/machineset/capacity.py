@@ -6,16 +6,14 @@ and memory; it reads them from annotations on the MachineSet. OpenShift's forks 
 `machine.openshift.io/*` keys, newer ones prefer the upstream `capacity.cluster-autoscaler.kubernetes.io/*` keys,
 so both spellings are written, with the same values.
 
-- vCPU = sockets * cores * threads of `cpu` (the VM topology the actuator sends, docs/compatibility.md#provider-spec).
-- memory = `memory_mb` MiB (the actuator sends memory_mb * 2^20 bytes): `memoryMb` is an integer MiB, the
-  upstream `memory` a quantity in Mi.
+- vCPU and memory: the VM's size from its spec (api/capacity.py, shared with OvirtMachineTemplate's capacity):
+  `memoryMb` is an integer MiB, the upstream `memory` a quantity in Mi.
 - maxPods = 250: OpenShift's kubelet config sets maxPods 250, while the autoscaler assumes 110 without the key.
 - No GPU keys: the oVirt provider spec has no way to attach a GPU.
 
-With `instance_type_id` the VM's size is the oVirt instance type's, which only the engine knows; this controller
-stays independent of oVirt, so the capacity is *unknown* then (likewise when cpu or memory_mb is missing: the
-actuator would reject that spec anyway). The reconciler then withdraws the values it wrote earlier and says so in
-an event; values a user set by hand (the documented way for instance types) are left alone.
+When that size is unknown (an oVirt instance type, whose size only the engine knows: this controller stays
+independent of oVirt; cpu or memory_mb missing), the reconciler withdraws the values it wrote earlier and says so
+in an event; values a user set by hand (the documented way for instance types) are left alone.
 """
 
 from __future__ import annotations
@@ -24,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from api import keys
+from api.capacity import vm_size
 from api.field_errors import InvalidProviderSpec
 from api.provider_spec import parse_provider_spec
-from api.validation import MAX_MEMORY_MB, MAX_VCPUS
 
 # OpenShift's default KubeletConfig (machine-config-operator templates): maxPods 250.
 OPENSHIFT_MAX_PODS = 250
@@ -51,23 +49,14 @@ def capacity_from_provider_spec(value: Mapping[str, Any] | str | None, max_pods:
         spec = parse_provider_spec(value)
     except InvalidProviderSpec as e:
         return Capacity({}, f"the template's provider spec cannot be read: {e}")
-    if spec.instance_type_id:
-        return Capacity({}, f"the template uses oVirt instance type {spec.instance_type_id}, whose size only "
-                            "the engine knows; set the capacity annotations by hand to scale from zero")
-    cpu = spec.cpu
-    # Each factor: two negative ones made a positive count.
-    if cpu is None or min(cpu.sockets, cpu.cores, cpu.threads) <= 0 or spec.memory_mb <= 0:
-        return Capacity({}, "the template's provider spec sets no positive cpu topology and memory_mb")
-    vcpus = cpu.vcpus
-    # Beyond what any oVirt VM has, and the memory beyond int64 bytes for the cluster-autoscaler to read.
-    if vcpus > MAX_VCPUS or spec.memory_mb > MAX_MEMORY_MB:
-        return Capacity({}, f"the template's provider spec asks for {vcpus} vCPUs and {spec.memory_mb} MiB, more "
-                            f"than an oVirt VM has (at most {MAX_VCPUS} and {MAX_MEMORY_MB})")
+    size = vm_size(spec, "the template's provider spec", "set the capacity annotations by hand to scale from zero")
+    if size.unknown is not None:
+        return Capacity({}, size.unknown)
     return Capacity({
-        keys.ANNOTATION_VCPU: str(vcpus),
-        keys.ANNOTATION_MEMORY_MB: str(spec.memory_mb),
+        keys.ANNOTATION_VCPU: str(size.vcpus),
+        keys.ANNOTATION_MEMORY_MB: str(size.memory_mb),
         keys.ANNOTATION_MAX_PODS: str(max_pods),
-        keys.ANNOTATION_CAPACITY_CPU: str(vcpus),
-        keys.ANNOTATION_CAPACITY_MEMORY: f"{spec.memory_mb}Mi",
+        keys.ANNOTATION_CAPACITY_CPU: str(size.vcpus),
+        keys.ANNOTATION_CAPACITY_MEMORY: size.memory_quantity,
         keys.ANNOTATION_CAPACITY_MAX_PODS: str(max_pods),
     })

@@ -12,11 +12,13 @@ from machine_controller.config import CAPI_CONTROLLER_NAMES, Config
 from machine_controller.controllers.healthcheck.reconciler import add_machinehealthcheck_controller
 from machine_controller.controllers.infrastructure.ovirtcluster import add_ovirtcluster_controller
 from machine_controller.controllers.infrastructure.ovirtmachine import add_ovirtmachine_controller
+from machine_controller.controllers.infrastructure.ovirtmachinetemplate import add_ovirtmachinetemplate_controller
 from machine_controller.controllers.infrastructure.resources import (
     CAPI_CLUSTERS,
     CAPI_MACHINES,
     INDEX_CLUSTER,
     OVIRT_CLUSTERS,
+    OVIRT_MACHINE_TEMPLATES,
     OVIRT_MACHINES,
     cluster_index,
 )
@@ -158,7 +160,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
 
     @functools.cache
     def capi_informer(kind: str) -> Informer:
-        resource = {r.plural: r for r in (OVIRT_MACHINES, OVIRT_CLUSTERS, CAPI_MACHINES, CAPI_CLUSTERS)}[kind]
+        resource = {r.plural: r for r in (OVIRT_MACHINES, OVIRT_CLUSTERS, OVIRT_MACHINE_TEMPLATES, CAPI_MACHINES,
+                                             CAPI_CLUSTERS)}[kind]
         return manager.add_informer(Informer(
             api, resource, namespace=config.namespace or None, resync_period=config.resync_s,
             indexers={INDEX_CLUSTER: cluster_index} if resource == OVIRT_MACHINES else None, transform=compact))
@@ -175,6 +178,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             manager, rest, capi_informer("ovirtclusters"), capi_informer("clusters"), capi_informer("ovirtmachines"),
             engines, events, queue("ovirtcluster")),
         "ovirtmachine": ovirtmachine_controller,
+        "ovirtmachinetemplate": lambda: add_ovirtmachinetemplate_controller(
+            manager, rest, capi_informer("ovirtmachinetemplates"), events, queue("ovirtmachinetemplate")),
         "machine": machine_controller,
         "nodelink": lambda: add_nodelink_controller(
             manager, rest, machines, nodes, matching, queue("nodelink"),

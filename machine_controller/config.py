@@ -20,7 +20,7 @@ from machine_controller.runtime.logging import LOG_LEVELS
 # controller leaves to the provider (docs/architecture.md#deployment-modes).
 # Cluster API's infrastructure provider (docs/architecture.md#deployment-modes) runs only when named: `*` is the
 # Machine API's set, so a deployment of it watches no kind whose CRD it does not install.
-CAPI_CONTROLLER_NAMES = ("ovirtcluster", "ovirtmachine")
+CAPI_CONTROLLER_NAMES = ("ovirtcluster", "ovirtmachine", "ovirtmachinetemplate")
 CONTROLLER_NAMES = ("machine", "machineset", "machineset-capacity", "nodelink", "machinehealthcheck", "remediation",
                     "ovirt-nodes", *CAPI_CONTROLLER_NAMES)
 

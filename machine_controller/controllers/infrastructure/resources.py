@@ -15,6 +15,8 @@ OVIRT_CLUSTERS = Resource(infrastructure.GROUP, infrastructure.VERSION, "ovirtcl
                           infrastructure.OVIRT_CLUSTER_KIND)
 OVIRT_MACHINES = Resource(infrastructure.GROUP, infrastructure.VERSION, "ovirtmachines",
                           infrastructure.OVIRT_MACHINE_KIND)
+OVIRT_MACHINE_TEMPLATES = Resource(infrastructure.GROUP, infrastructure.VERSION, "ovirtmachinetemplates",
+                                   infrastructure.OVIRT_MACHINE_TEMPLATE_KIND)
 CAPI_MACHINES = Resource(capi.GROUP, capi.VERSION, "machines", capi.MACHINE_KIND)
 CAPI_CLUSTERS = Resource(capi.GROUP, capi.VERSION, "clusters", capi.CLUSTER_KIND)
 

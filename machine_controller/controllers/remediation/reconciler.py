@@ -129,13 +129,12 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
 def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines: Informer, nodes: Informer,
                                power: PowerControl, events: EventRecorder, queue: WorkQueue,
                                namespace: str | None, resync_s: float | None, workers: int = 2,
-                               timing: RemediationTiming | None = None) -> RemediationReconciler:
+                               timing: RemediationTiming = RemediationTiming()) -> RemediationReconciler:
     """Requests are looked at when they change, when their Machine changes, and when a Node's readiness or taints
     change (heartbeats alone do not wake them)."""
     remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
     reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
-                                       registry=manager.registry, timing=timing or RemediationTiming(),
-                                       namespace=namespace)
+                                       registry=manager.registry, timing=timing, namespace=namespace)
     remediations.add_handler(enqueue_object(queue))
 
     def for_machine(machine: dict) -> list[str]:

@@ -45,7 +45,7 @@ def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
     one, many = f.LABEL_OPTIONAL, f.LABEL_REPEATED
     messages = {
         "InfoRequest": [],
-        # type: CSIPlugin; name: the driver's; endpoint: the CSI socket as the kubelet's mount namespace sees it.
+        # Its type: CSIPlugin; name: the driver's; endpoint: the CSI socket as the kubelet's mount namespace sees it.
         "PluginInfo": [("type", 1, string, one), ("name", 2, string, one), ("endpoint", 3, string, one),
                        ("supported_versions", 4, string, many)],
         "RegistrationStatus": [("plugin_registered", 1, boolean, one), ("error", 2, string, one)],

@@ -334,8 +334,8 @@ class NodeInfo(JSONObject):
 class OvirtMachineTemplateStatus(JSONObject):
     capacity: dict[str, int | str] = prop(
         "capacity", default_factory=dict,
-        doc="Resources of one VM made from the template (cpu, memory) as quantities, from the engine's template or "
-            "instance type: the cluster autoscaler scales a MachineDeployment up from zero with it.")
+        doc="Resources of one VM made from the template (cpu, memory) as quantities, from spec.template.spec (absent "
+            "with an oVirt instance type): the cluster autoscaler scales a MachineDeployment up from zero with it.")
     node_info: NodeInfo | None = prop("nodeInfo", default=None, doc="Architecture and OS of the Nodes.")
 
 

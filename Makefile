@@ -25,7 +25,7 @@ lint: venv
 	$(VENV)/bin/lint-imports
 	$(PY) -m hack.gen_crds --check
 
-# The tests that need no control plane and no simulator process: the seconds-long loop while changing code.
+# The tests that need no control plane: minutes for all of them, seconds for one file (docs/development.md).
 unit: venv
 	$(PY) -m pytest -q test/unit test/ovirtsim $(PYTEST_ARGS)
 

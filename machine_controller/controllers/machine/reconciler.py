@@ -314,10 +314,11 @@ class MachineReconciler:
         drained_here = self._drained.get(machine.key) == (machine.metadata.uid, node)
         if drained_here and _has_true(machine, MachineConditionType.DRAINED):
             # This process drained the Node in this deletion, and the Machine says so: the passes that stop and
-            # remove the VM (5.7 per deleted Machine at N=200, each a read of the Node and of its pods) do not
-            # drain it again. The Node stays cordoned, so only a pod bound to it by name could come since, and
-            # the stop ends it as a re-drain refused by its PodDisruptionBudget could not: the VM may already
-            # be going down. A restarted controller drains again (docs/compatibility.md#machine-phases).
+            # remove the VM (several per deleted Machine, each a read of the Node and of its pods:
+            # docs/benchmarks.md#figures-behind-the-codes-choices) do not drain it again. The Node stays cordoned, so
+            # only a pod bound to it by name could come since, and the stop ends it as a re-drain refused by its
+            # PodDisruptionBudget could not: the VM may already be going down. A restarted controller drains again
+            # (docs/compatibility.md#machine-phases).
             pass
         elif node and keys.ANNOTATION_EXCLUDE_NODE_DRAINING not in machine.metadata.annotations:
             if machine.spec.lifecycle_hooks.pre_drain:
@@ -382,7 +383,7 @@ class MachineReconciler:
         now."""
         attached = volume_attachments(self._rest, node)
         if not attached:
-            return None  # the Node, read only for its taints, is not read at all (a thousand reads at N=1000)
+            return None  # the Node, read only for its taints, is not read at all (one read per deleted Machine)
         try:
             current = self._rest.get(NODES, node)
         except Exception as e:

@@ -28,7 +28,7 @@ from testbed.capi_controllers import CapiCore
 CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
 CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
 DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
-CONTROLLERS = "--controllers=ovirtcluster,ovirtmachine"
+CONTROLLERS = "--controllers=ovirtcluster,ovirtmachine,ovirtmachinetemplate"
 CONVERGE_S = 90.0
 # The bootstrap data every Machine of a MachineDeployment shares, as kubeadm's bootstrap provider would write it for
 # a node image: the kubelet learns its provider ID from the instance id (hack/ovirtsim/cloud_config.py), the form

@@ -1,5 +1,6 @@
 """Upstream Cluster API's own core controllers (v1.14.2) drive this project's OvirtCluster and OvirtMachine
-controllers on the simulated engine (issue 40 item 3): a MachineDeployment reaches Running Machines with nodeRefs,
+controllers on the simulated engine (issue 40 item 3): a MachineDeployment reaches Running Machines with nodeRefs
+(its template telling its capacity),
 one VM per OvirtMachine named after it, the same providerID on Machine, OvirtMachine and Node; scaling up and down
 creates and removes VMs; a Machine deleted by hand is replaced; a template change rolls the VMs one by one."""
 
@@ -22,6 +23,10 @@ def test_machinedeployment_of_three_reaches_running_machines_with_nodes_and_thei
         vm = vm_by_name[m["spec"]["infrastructureRef"]["name"]]
         # The VM is the OvirtMachine's own: created with the cloud-config bootstrap data of the Machine.
         assert capi.sim.control.vm(vm["id"])["init_mode"] == "cloud_init"
+    # Scaling from zero: the template the MachineDeployment names tells the autoscaler the size of a Machine (1
+    # socket x 2 cores, 2048 MiB), written by the time its Machines run (the same controller process).
+    template = capi.get("ovirtmachinetemplates.infrastructure.cluster.x-k8s.io", wc.template)
+    assert template["status"]["capacity"] == {"cpu": "2", "memory": "2048Mi"}, template.get("status")
 
 
 def _names(machines: list[dict]) -> set[str]:

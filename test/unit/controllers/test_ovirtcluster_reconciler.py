@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
-from fakes import FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 from api import capi
 from api.infrastructure import CLUSTER_FINALIZER
 from api.meta import format_time, now
+from fakes import FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 from machine_controller.controllers.infrastructure.ovirtcluster import OvirtClusterReconciler
 from machine_controller.controllers.infrastructure.resources import (
     CAPI_CLUSTERS,
@@ -190,7 +190,6 @@ def test_an_ovirtclusters_deletion_wait_is_woken_by_its_clusters_last_ovirtmachi
     import copy
 
     from fakes import RecordingQueue, StubManager
-
     from machine_controller.controllers.infrastructure.ovirtcluster import add_ovirtcluster_controller
     from machine_controller.runtime.informer import Informer
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import pytest
-from fakes import FakeActuator, FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 
 from api import capi
 from api.infrastructure import MACHINE_FINALIZER
 from api.meta import NodeAddress, format_time, now
+from fakes import FakeActuator, FakeApi, FakeEngines, RecordingEvents, check_conditions, run_passes
 from machine_controller.controllers.infrastructure.ovirtmachine import OvirtMachineReconciler
 from machine_controller.controllers.infrastructure.resources import (
     CAPI_CLUSTERS,
@@ -422,7 +422,6 @@ def test_only_what_an_ovirtmachine_reads_of_its_machine_cluster_and_ovirtcluster
     """Cluster API rewrites status conditions often: those wake nothing; the bootstrap data, pausing and the
     infrastructure provisioned wake the OvirtMachines concerned."""
     from fakes import RecordingQueue, StubManager
-
     from machine_controller.controllers.infrastructure.ovirtmachine import add_ovirtmachine_controller
 
     inf, queue = _informers(), RecordingQueue()

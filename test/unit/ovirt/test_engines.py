@@ -9,13 +9,13 @@ import base64
 
 import pytest
 from kubernetes.client.exceptions import ApiException
-from manual_clock import ManualClock
 
 from hack.ovirtsim.seed import CLUSTER_NAME, stable_id
 from machine_controller.controllers.provider import EngineIdentity, InvalidMachineConfiguration, MissingDependency
 from machine_controller.ovirt.connection import ConnectionPool
 from machine_controller.ovirt.engines import OvirtEngines
 from machine_controller.runtime.kube import SECRETS
+from manual_clock import ManualClock
 
 ID = EngineIdentity("capi-ns", "engine-a")
 

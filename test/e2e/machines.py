@@ -29,6 +29,17 @@ DROP_IN = "drop-in"
 both_modes = pytest.mark.parametrize("menv", [STANDALONE, DROP_IN], indirect=True)
 
 
+def wait_for(what: str, probe: Callable[[], Any], timeout: float, interval: float = 0.1) -> Any:
+    """Poll until `probe()` is truthy and return it; fail naming `what` and the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}; last value: {value!r}"
+        time.sleep(interval)
+
+
 def unique_name(prefix: str = "worker") -> str:
     # oVirt VM names are global, and the guest's Node is named after the VM: unique across the whole session.
     return f"{prefix}-{uuid.uuid4().hex[:6]}"

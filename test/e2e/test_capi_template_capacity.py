@@ -6,11 +6,11 @@ why (docs/compatibility.md#autoscaler). The controller never asks the engine, so
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Callable
 
 import pytest
 
+import machines
 from api import infrastructure
 from hack.controller_process import ControllerProcess
 
@@ -23,13 +23,7 @@ CONVERGE_S = 30.0
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = CONVERGE_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}; last value: {value!r}"
-        time.sleep(0.2)
+    return machines.wait_for(what, probe, timeout)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, generate_latest
 
+import machines
 from api import keys
 from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machineset.capacity_controller import (
@@ -49,14 +50,7 @@ CONVERGE_S = 60.0
 
 
 def wait_for(what: str, probe: Callable[[], Any], timeout: float = CONVERGE_S) -> Any:
-    """Poll until `probe()` is truthy and return it; fail naming `what` and the last value otherwise."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}; last value: {value!r}"
-        time.sleep(0.1)
+    return machines.wait_for(what, probe, timeout)
 
 
 class Harness:

@@ -49,6 +49,7 @@ from .errors import (
     OvirtError,
     UnreadableRequestError,
 )
+from .owner_mark import OwnerMarks, V, VmOfAnother, said_by
 from .spec_objects import SpecObjects
 from .tracker import ALIGN_SLACK_S, Tracker
 from .vm_configuration import VmConfiguration, check_os_disk_size, correlation
@@ -106,12 +107,16 @@ class OvirtActuator:
         spec_objects: SpecObjects | None = None,
         vm_lists: ClusterVmLists | None = None,
         user_data_path: str = USER_DATA_PATH,
+        owner_marks: OwnerMarks | None = None,
     ):
         """`user_data(namespace, secret_name)` returns the Ignition text (raising MissingDependencyError when the
         secret or its `userData` key is absent); `excluded_ips()` the API and ingress VIPs. `user_data_path`: the
         field naming the user data's Secret, in a refusal of its text (Cluster API's front end names the Machine's
-        bootstrap data Secret)."""
+        bootstrap data Secret). `owner_marks`: each VM created carries its owner's mark, and a VM is the Machine's only
+        when it bears the Machine's mark as well as its name (owner_mark.py: Cluster API's front end, whose names are
+        unique per namespace only); without, the name alone proves it (the Machine API's VMs bear no mark)."""
         self.client = client
+        self._marks = owner_marks
         self._user_data = user_data
         self._user_data_path = user_data_path
         self._excluded_ips = excluded_ips
@@ -171,22 +176,36 @@ class OvirtActuator:
             if vm is None and not self.tracker.removed(machine.key, known):
                 vm = self.client.vm(known)  # not in that cluster's list: moved, or gone (asked once to be sure)
             if vm is not None:
-                return _owned(machine, vm)
+                return self._owned(machine, vm)
         named = [v for v in self.vm_lists.by_name(cluster.name, machine.metadata.name, fresh_after,
                                                   absent_may_be_stale=creating and not known) if v.id]
         if len(named) > 1:
             raise OvirtError(f"{len(named)} VMs are named {machine.metadata.name!r}; refusing to guess which one "
                              "is the Machine's")
         # A VM of that name in another cluster is found when the engine refuses to create a second one.
-        return named[0] if named else None
+        return self._named(machine, named[0]) if named else None
 
     def _find_directly(self, machine: Machine) -> types.Vm | None:
         known = self._known_id(machine)
         if known:
             vm = self.client.vm(known)
             if vm is not None:
-                return _owned(machine, vm)
-        return self.client.vm_by_name(machine.metadata.name)
+                return self._owned(machine, vm)
+        vm = self.client.vm_by_name(machine.metadata.name)
+        return self._named(machine, vm) if vm is not None else None
+
+    def _owned(self, machine: Machine, vm: types.Vm) -> types.Vm:
+        """`vm`, found by an id the Machine knows, when it bears the Machine's name (and, with owner marks, its
+        mark); else InstanceNotOwned."""
+        _owned(machine, vm)
+        if self._marks is not None and not self._marks.is_marked_for(machine, vm):
+            raise _not_owned(machine, vm, f"bears the name {vm.name!r} but {said_by(vm)}")
+        return vm
+
+    def _named(self, machine: Machine, vm: V) -> V:
+        """`vm`, which bears the Machine's name: the Machine's, unless owner marks are required and it does not
+        bear the Machine's (VmOfAnother, and nothing is done to it)."""
+        return vm if self._marks is None else self._marks.check(machine, vm)
 
     def _cluster_of(self, machine: Machine) -> types.Cluster | None:
         """The cluster whose list of VMs may serve the Machine's looks, or None: the VM is then asked for on its
@@ -314,6 +333,8 @@ class OvirtActuator:
         if spec.auto_pinning_enabled:
             hosts = tuple(h.id for h in self.client.hosts_in_cluster(spec.cluster_id))
         vm = build_vm(name, spec, ignition, Resolved(template.id, disk_ids, hosts))
+        if self._marks is not None:
+            vm.comment = self._marks.mark(machine)
         try:
             created = self.client.create_vm(vm, clone=spec.effective_clone,
                                             correlation_id=correlation(machine, "create"))
@@ -324,10 +345,12 @@ class OvirtActuator:
                 f"{self._user_data_path}: Invalid value: {secret.name!r}: the engine refused the VM's "
                 f"user data: {e}") from None
         except ConflictError:
-            # The name is taken: an earlier attempt whose answer we lost created it. It is ours.
+            # The name is taken: an earlier attempt whose answer we lost created it, and it is ours (with owner
+            # marks, only when it bears ours: else another's VM of that name was there first).
             existing = self.client.vm_by_name(name)
             if existing is None:
                 raise
+            existing = self._named(machine, existing)
             self.tracker.created(machine.key, existing.id)
             return existing
         self.tracker.created(machine.key, created.id)
@@ -379,7 +402,12 @@ class OvirtActuator:
 
     def _delete(self, machine: Machine) -> Progress:
         since = self.tracker.deletion_began(machine.key)
-        vm = self.find_vm(machine, may_defer=True, fresh_after=since)
+        try:
+            vm = self.find_vm(machine, may_defer=True, fresh_after=since)
+        except VmOfAnother as e:
+            # The only VM that may be the Machine's is the one of its name, and that one is proven another's.
+            log.info("the VM of the Machine's name is another's: nothing of it is touched", error=str(e))
+            return self._gone(machine)
         if vm is None:
             return self._gone(machine)  # a VM of another name would have been refused by find_vm
         status = vm.status
@@ -453,14 +481,18 @@ def _owned(machine: Machine, vm: types.Vm) -> types.Vm:
     name = machine.metadata.name
     if vm.name == name:
         return vm
+    raise _not_owned(machine, vm, f"is named {vm.name!r}, not {name!r}")
+
+
+def _not_owned(machine: Machine, vm: types.Vm, why: str) -> InstanceNotOwned:
     fields = [f for f, value in ((f"metadata.annotations[{keys.ANNOTATION_VM_ID}]",
                                   machine.metadata.annotations.get(keys.ANNOTATION_VM_ID)),
                                  ("status.providerStatus.instanceId", _status_vm_id(machine)),
                                  ("spec.providerID", vm_id_from_provider_id(machine.spec.provider_id)))
               if value == vm.id]
-    raise InstanceNotOwned(
-        f"{' and '.join(fields) or 'the id recorded for it'} names VM {vm.id}, which is named {vm.name!r}, not "
-        f"{name!r}: a VM is a Machine's only when it bears the Machine's name, so that VM is left alone",
+    return InstanceNotOwned(
+        f"{' and '.join(fields) or 'the id recorded for it'} names VM {vm.id}, which {why}: a VM is a Machine's only "
+        "when it bears the Machine's name (and mark, where marks are required), so that VM is left alone",
         vm.id, provider_id(vm.id))
 
 

@@ -27,6 +27,7 @@ from api.infrastructure import (
     IDENTITY_PASSWORD_KEY,
     IDENTITY_URL_KEY,
     IDENTITY_USERNAME_KEY,
+    OVIRT_MACHINE_KIND,
 )
 from machine_controller.controllers.provider import EngineIdentity, MissingDependency
 from machine_controller.runtime.cluster_proxy import TRUSTED_CA_BUNDLE
@@ -37,6 +38,7 @@ from .client import OvirtClient
 from .cluster_inputs import UserData
 from .connection import ConnectionPool
 from .credentials import InvalidCredentials, OvirtCredentials, SecretKeys, from_secret
+from .owner_mark import OwnerMarks
 from .request_metrics import RequestMetrics
 from .ttl_cache import TtlCache
 
@@ -49,6 +51,9 @@ IDENTITY_KEYS = SecretKeys(url=IDENTITY_URL_KEY, username=IDENTITY_USERNAME_KEY,
 IDENTITY_KEEP_S = 10.0
 # The field of a Cluster API Machine naming its bootstrap data Secret, in a refusal of that data.
 BOOTSTRAP_DATA_PATH = "Machine spec.bootstrap.dataSecretName"
+# OvirtMachine names are unique per namespace only, and Clusters of several namespaces share an engine: a VM is an
+# OvirtMachine's only when it bears its mark as well as its name (owner_mark.py).
+OWNER_MARKS = OwnerMarks(kind=OVIRT_MACHINE_KIND)
 
 
 @dataclass
@@ -110,7 +115,7 @@ class OvirtEngines:
             pool = self._new_pool()
             pool.set_credentials(creds)
             actuator = OvirtActuator(OvirtClient(pool, metrics=self._metrics), self.bootstrap_data,
-                                     user_data_path=BOOTSTRAP_DATA_PATH)
+                                     user_data_path=BOOTSTRAP_DATA_PATH, owner_marks=OWNER_MARKS)
             if self._wake is not None:
                 actuator.wake_with(self._wake)
             self._engines[identity] = _Engine(rv, creds, pool, actuator)

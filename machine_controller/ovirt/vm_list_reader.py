@@ -67,6 +67,8 @@ class ListedVm:
     tags: tuple[ListedTag, ...] | None
     reported_devices: tuple[ListedDevice, ...] | None
     disk_attachments: tuple[ListedAttachment, ...] | None
+    # The mark of the VM's owner, when its actuator requires one (owner_mark.py).
+    comment: str | None = None
 
 
 class VmListReader:
@@ -117,6 +119,7 @@ def _vm(e: ET.Element) -> ListedVm:
         disk_attachments=None if attachments is None else tuple(
             ListedAttachment(a.get("id"), _boolean(a.findtext("bootable")), _disk(a.find("disk")))
             for a in attachments),
+        comment=e.findtext("comment"),
     )
 
 

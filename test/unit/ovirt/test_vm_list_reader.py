@@ -27,7 +27,7 @@ def _from_sdk(vm: types.Vm) -> ListedVm:
     """What a ListedVm must hold, taken from the SDK's own reading of the same VM."""
     return ListedVm(
         id=vm.id, name=vm.name, status=vm.status,
-        tags=None if vm.tags is None else tuple(ListedTag(t.name) for t in vm.tags),
+        comment=vm.comment, tags=None if vm.tags is None else tuple(ListedTag(t.name) for t in vm.tags),
         reported_devices=None if vm.reported_devices is None else tuple(
             ListedDevice(d.name, d.type, tuple(ListedIp(ip.address) for ip in d.ips or ()))
             for d in vm.reported_devices),

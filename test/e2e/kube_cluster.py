@@ -125,6 +125,10 @@ class Cluster:
     # `input`, as subprocess.run names it: the tests' many calls read like that function's.
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, user: str = "admin",  # noqa: A002
                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """kubectl as `user`. The Machine API's kinds are named as a user of a cluster that also serves Cluster
+        API's names them: `machine` alone would be Cluster API's Machine once its CRDs are installed on the same
+        control plane (test_capi_*), so the bare names are qualified with machine.openshift.io."""
+        args = tuple(_machine_api_qualified(a) for a in args)
         cmd = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig_for(user)}", *args]
         result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
         if check and result.returncode != 0:
@@ -163,3 +167,18 @@ class Cluster:
 
     def ensure_namespace(self, name: str) -> None:
         self.create_namespace(name, exist_ok=True)
+
+
+# The bare resource names the Machine API shares with Cluster API (docs/cluster-api.md), by their qualified name.
+_MACHINE_API_NAMES = {name: f"{plural}.machine.openshift.io" for plural, names in (
+    ("machines", ("machine", "machines")),
+    ("machinesets", ("machineset", "machinesets")),
+    ("machinehealthchecks", ("machinehealthcheck", "machinehealthchecks", "mhc", "mhcs")),
+) for name in names}
+
+
+def _machine_api_qualified(arg: str) -> str:
+    """`arg`, with a bare Machine API resource name (alone or as `name/object`) qualified by its group."""
+    resource, slash, rest = arg.partition("/")
+    qualified = _MACHINE_API_NAMES.get(resource)
+    return f"{qualified}{slash}{rest}" if qualified else arg

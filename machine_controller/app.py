@@ -179,7 +179,8 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             engines, events, queue("ovirtcluster")),
         "ovirtmachine": ovirtmachine_controller,
         "ovirtmachinetemplate": lambda: add_ovirtmachinetemplate_controller(
-            manager, rest, capi_informer("ovirtmachinetemplates"), events, queue("ovirtmachinetemplate")),
+            manager, rest, capi_informer("ovirtmachinetemplates"), events, queue("ovirtmachinetemplate"),
+            clusters=capi_informer("clusters")),
         "machine": machine_controller,
         "nodelink": lambda: add_nodelink_controller(
             manager, rest, machines, nodes, matching, queue("nodelink"),

@@ -17,7 +17,7 @@ from machine_controller.controllers.infrastructure.ovirtmachinetemplate import (
     OvirtMachineTemplateReconciler,
     add_ovirtmachinetemplate_controller,
 )
-from machine_controller.controllers.infrastructure.resources import OVIRT_MACHINE_TEMPLATES
+from machine_controller.controllers.infrastructure.resources import CAPI_CLUSTERS, OVIRT_MACHINE_TEMPLATES
 from machine_controller.runtime.informer import Informer, Store
 
 NS = "capi-ns"
@@ -150,3 +150,57 @@ def test_only_the_spec_or_the_status_of_a_template_wakes_it() -> None:
     informer._emit_update(old, template(memory_mb=8192))
     informer._emit_update(old, {**old, "status": {"capacity": {"cpu": "1"}}})
     assert queue.added == [KEY, KEY]
+
+
+def _owned_by(obj: dict, cluster: str) -> dict:
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+                                           "name": cluster, "uid": "c-uid"}]
+    return obj
+
+
+@pytest.mark.parametrize("case", ["annotation on the template", "owner Cluster's spec.paused",
+                                  "owner Cluster's annotation", "Cluster named by the label"])
+def test_a_paused_template_is_not_written_and_resuming_writes_it(case: str) -> None:
+    api, events = FakeApi(), RecordingEvents()
+    store = api.cache(OVIRT_MACHINE_TEMPLATES, Store())
+    clusters = api.cache(CAPI_CLUSTERS, Store())
+    obj = template()
+    cluster: dict[str, Any] = {"metadata": {"name": "c1", "namespace": NS}, "spec": {}}
+    if case == "annotation on the template":
+        obj["metadata"]["annotations"] = {"cluster.x-k8s.io/paused": ""}
+    elif case == "Cluster named by the label":
+        obj["metadata"]["labels"] = {"cluster.x-k8s.io/cluster-name": "c1"}
+        cluster["spec"]["paused"] = True
+    else:
+        _owned_by(obj, "c1")
+        if case == "owner Cluster's spec.paused":
+            cluster["spec"]["paused"] = True
+        else:
+            cluster["metadata"]["annotations"] = {"cluster.x-k8s.io/paused": ""}
+    api.seed(OVIRT_MACHINE_TEMPLATES, obj)
+    api.seed(CAPI_CLUSTERS, cluster)
+    reconciler = OvirtMachineTemplateReconciler(api, store, events, clusters)
+    reconciler.reconcile(KEY)
+    assert api.writes(OVIRT_MACHINE_TEMPLATES) == []
+
+    if case == "annotation on the template":
+        api.touch(OVIRT_MACHINE_TEMPLATES, NAME, NS, {"metadata": {"annotations": None}})
+    else:
+        api.touch(CAPI_CLUSTERS, "c1", NS, {"spec": {"paused": False}, "metadata": {"annotations": None}})
+    reconciler.reconcile(KEY)
+    assert (api.object(OVIRT_MACHINE_TEMPLATES, NAME, NS) or {}).get("status") == WRITTEN
+
+
+def test_pausing_or_resuming_its_cluster_wakes_a_template() -> None:
+    templates, clusters, queue = Informer(None, OVIRT_MACHINE_TEMPLATES), Informer(None, CAPI_CLUSTERS), \
+        RecordingQueue()
+    add_ovirtmachinetemplate_controller(StubManager(), FakeApi(), templates, RecordingEvents(), queue,
+                                        clusters=clusters)
+    templates.store.put(_owned_by(template(), "c1"))
+    other = {"metadata": {"name": "c2", "namespace": NS}, "spec": {}}
+    mine = {"metadata": {"name": "c1", "namespace": NS}, "spec": {}}
+    clusters._emit_update(other, {**other, "spec": {"paused": True}})
+    clusters._emit_update(mine, {**mine, "metadata": {**mine["metadata"], "labels": {"a": "b"}}})
+    assert queue.added == []
+    clusters._emit_update(mine, {**mine, "spec": {"paused": True}})
+    assert queue.added == [KEY]

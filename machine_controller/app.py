@@ -42,7 +42,11 @@ from machine_controller.controllers.nodes.matching import (
 )
 from machine_controller.controllers.nodes.nodelink import add_nodelink_controller
 from machine_controller.controllers.nodes.status import cached_node
-from machine_controller.controllers.remediation.reconciler import RemediationTiming, add_remediation_controller
+from machine_controller.controllers.remediation.reconciler import (
+    ClusterApiSources,
+    RemediationTiming,
+    add_remediation_controller,
+)
 from machine_controller.controllers.resources import MACHINES, MACHINESETS, NODES, SECRETS
 from machine_controller.ovirt.actuator import OvirtActuator
 from machine_controller.ovirt.client import OvirtClient
@@ -92,7 +96,12 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     creds = CredentialsWatch(pool)
     # Cluster API's controllers alone read no Machine API object nor its credentials secret: a process running only
     # them watches none of those kinds (their CRDs need not exist) and is ready without that secret.
-    machine_api = any(name not in CAPI_CONTROLLER_NAMES for name in config.controllers)
+    # The remediation controller fences the Machines of the front ends that run beside it
+    # (docs/fencing.md#both-front-ends): named with Cluster API's controllers alone it serves only their Machines, so
+    # it makes no process a Machine API one by itself.
+    cluster_api = any(name in CAPI_CONTROLLER_NAMES for name in config.controllers)
+    machine_api = any(name not in (*CAPI_CONTROLLER_NAMES, "remediation") for name in config.controllers) \
+        or not cluster_api
     if machine_api:
         secrets = manager.add_informer(Informer(
             api, SECRETS, namespace=config.credentials_namespace,
@@ -113,6 +122,7 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
     nodes = Informer(api, NODES, resync_period=config.resync_s, indexers=indexers, transform=cached_node)
     if machine_api:
         manager.add_informer(machines)
+    if machine_api or "remediation" in config.controllers:
         manager.add_informer(nodes)
 
     # One MachineSet informer for the MachineSet and capacity controllers, made only if one of them runs; it keeps
@@ -194,10 +204,12 @@ def build(config: Config, registry: CollectorRegistry | None = None) -> Manager:
             manager, api, rest, machines, nodes, events, queue("machinehealthcheck"),
             namespace=config.namespace or None, resync_s=config.resync_s),
         "remediation": lambda: add_remediation_controller(
-            manager, api, rest, machines, nodes, power, events, queue("remediation"),
-            namespace=config.namespace or None, resync_s=config.resync_s,
+            manager, api, rest, machines if machine_api else None, nodes, power if machine_api else None, events,
+            queue("remediation"), namespace=config.namespace or None, resync_s=config.resync_s,
             timing=RemediationTiming(max_concurrent_power=config.max_concurrent_power_cycles,
-                                     request_timeout_s=config.ovirt_timeout_s)),
+                                     request_timeout_s=config.ovirt_timeout_s),
+            cluster_api=ClusterApiSources(capi_informer("machines"), capi_informer("clusters"),
+                                          capi_informer("ovirtclusters"), engines) if cluster_api else None),
     }
     for name in config.controllers:
         adders[name]()

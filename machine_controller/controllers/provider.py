@@ -204,3 +204,14 @@ class PowerControl(Protocol):
     def power_on(self, provider_id: str, name: str) -> bool:
         """Start the instance; never while a power-off sent earlier could still land after the start. True when it
         was sent; False when one sent earlier is still being carried out, and nothing was sent."""
+
+
+class EnginePower(Protocol):
+    """What the remediation controller asks of a provider that serves several engines, to fence Cluster API's
+    Machines (docs/fencing.md#both-front-ends): the power control of the engine an OvirtCluster's identity names, for
+    the VMs of one namespace's OvirtMachines. Such a VM is the target's only when it bears the OvirtMachine's name and
+    its owner mark (the VM names of one engine are shared by every namespace); otherwise InstanceNotOwned, as for a VM
+    of another name. A Secret missing or unusable raises MissingDependency."""
+
+    def power(self, identity: EngineIdentity, namespace: str) -> PowerControl:
+        """The power control of the engine `identity` names, for the OvirtMachines of `namespace`."""

@@ -39,6 +39,7 @@ from .cluster_inputs import UserData
 from .connection import ConnectionPool
 from .credentials import InvalidCredentials, OvirtCredentials, SecretKeys, from_secret
 from .owner_mark import OwnerMarks
+from .power import OvirtPower
 from .request_metrics import RequestMetrics
 from .ttl_cache import TtlCache
 
@@ -124,6 +125,11 @@ class OvirtEngines:
         if retired is not None:
             retired.pool.close()
         return actuator
+
+    def power(self, identity: EngineIdentity, namespace: str) -> OvirtPower:
+        """Fencing's power control on this engine, for the VMs of `namespace`'s OvirtMachines (their owner mark
+        checked): the `EnginePower` seam, on the engine's own connections."""
+        return OvirtPower(self.actuator(identity).client, owner_marks=OWNER_MARKS, namespace=namespace)
 
     def missing_clusters(self, identity: EngineIdentity, cluster_ids: Sequence[str]) -> list[str]:
         client = self.actuator(identity).client

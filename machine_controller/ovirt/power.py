@@ -22,10 +22,12 @@ from typing import Callable
 import ovirtsdk4.types as types
 import structlog
 
+from api.machine import Machine
 from machine_controller.controllers.provider import InstanceNotOwned, Power, PowerState
 
 from .client import OvirtClient
 from .errors import NotFoundError, TransientError
+from .owner_mark import OwnerMarks, said_by
 from .provider_ids import vm_id_named_by
 
 log = structlog.get_logger(__name__)
@@ -57,9 +59,14 @@ def _correlation(verb: str, vm_id: str) -> str:
 
 
 class OvirtPower:
-    def __init__(self, client: OvirtClient, clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)):
+    def __init__(self, client: OvirtClient, clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+                 owner_marks: OwnerMarks | None = None, namespace: str = ""):
+        """With `owner_marks`, a VM is the target's only when it also bears the mark of the target of `namespace`
+        (Cluster API's OvirtMachines: owner_mark.py says why their names alone prove nothing)."""
         self._client = client
         self._clock = clock
+        self._marks = owner_marks
+        self._namespace = namespace
 
     def power(self, provider_id: str, name: str) -> Power | None:
         vm = self._vm(provider_id, name)
@@ -112,6 +119,12 @@ class OvirtPower:
             raise InstanceNotOwned(
                 f"{provider_id} names VM {vm_id}, which is named {vm.name!r}, not {name!r}: a VM is the target's "
                 "only when it bears its name, so that VM is neither read nor sent anything", vm_id, provider_id)
+        if vm is not None and self._marks is not None:
+            owner = Machine.from_dict({"metadata": {"name": name, "namespace": self._namespace}})
+            if not self._marks.is_marked_for(owner, vm):
+                raise InstanceNotOwned(
+                    f"{provider_id} names VM {vm_id} ({name}), which {said_by(vm)}: it is not {self._marks.kind} "
+                    f"{self._namespace}/{name}'s, so it is neither read nor sent anything", vm_id, provider_id)
         return vm
 
     def _existing(self, provider_id: str, name: str) -> str:

@@ -22,6 +22,8 @@ from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import Rest
 
+from .targets import ClusterApiMachines, MachineApiMachines, Targets
+
 CONDITIONS = RemediationConditionType
 
 
@@ -82,28 +84,22 @@ class RemediationMetrics:
                 self.outcomes.labels(namespace, result)
 
 
-class Target:
-    def __init__(self, machine: dict | None, node_name: str, provider_id: str):
-        self.machine = machine
-        self.node_name = node_name
-        self.provider_id = provider_id
-        # The name the VM must bear to be the target's (docs/architecture.md#acting-only-on-what-is-ours).
-        self.vm_name: str = (machine or {}).get("metadata", {}).get("name") or node_name
-
-
 class RemediationContext:
     """The reconciler's state and the operations every phase uses; the phases (powering_off.py,
     releasing_storage.py, powering_on.py) and the endings (outcomes.py) build on it."""
 
-    def __init__(self, rest: Rest, remediations: Store, machines: Store, nodes: Store, power: PowerControl,
-                 events: EventRecorder, registry: CollectorRegistry | None = None,
+    def __init__(self, rest: Rest, remediations: Store, machines: Store | None, nodes: Store,
+                 power: PowerControl | None, events: EventRecorder, registry: CollectorRegistry | None = None,
                  timing: RemediationTiming = RemediationTiming(), clock: Callable[[], dt.datetime] = now,
-                 namespace: str | None = None):
+                 namespace: str | None = None, cluster_api: ClusterApiMachines | None = None):
+        """`machines` and `power` serve the Machine API's Machines (None: this process does not), `cluster_api`
+        Cluster API's (docs/fencing.md#both-front-ends)."""
         self._rest = rest
         self._remediations = remediations
-        self._machines = machines
+        self._targets = Targets(
+            MachineApiMachines(machines, power) if machines is not None and power is not None else None,
+            cluster_api)
         self._nodes = nodes
-        self._power = power
         self._events = events
         self._timing = timing
         self._clock = clock

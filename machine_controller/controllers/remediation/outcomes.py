@@ -1,19 +1,17 @@
 """How a remediation ends (docs/fencing.md): the Node healthy (Succeeded or Skipped), a target that is not ours
 refused (Skipped, Succeeded=False, so an orchestrator tries its next remediator), or the retries spent: escalation
-(the Machine deleted so that its MachineSet replaces it) or Failed where that is not allowed."""
+(the Machine deleted so that its MachineSet replaces it, in either front end: targets.py) or Failed where that is
+not allowed."""
 
 from __future__ import annotations
 
-from api import keys
 from api.meta import ConditionSeverity, false_condition, true_condition
 from api.remediation import OnExhaustion, OvirtRemediation, RemediationPhase
-from machine_controller.controllers.resources import MACHINES
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import is_not_found
 
-from .context import CONDITIONS, RemediationContext, Target
-
-_MASTER_ROLES = ("master", "control-plane")
+from .context import CONDITIONS, RemediationContext
+from .targets import Target
 
 
 class Outcomes(RemediationContext):
@@ -32,16 +30,16 @@ class Outcomes(RemediationContext):
         """A Node of another provider (or a providerID that names no VM) is not ours to fence: nothing is tainted
         or sent, and Succeeded=False tells an orchestrator such as NodeHealthCheck to try its next remediator
         (docs/architecture.md#acting-only-on-what-is-ours)."""
-        self._refuse(obj, rem, target, "NotAnOvirtVM",
+        self._refuse(obj, rem, target.node_name, "NotAnOvirtVM",
                      f"node {target.node_name or '(none)'} has providerID {target.provider_id!r}, which names "
                      "no oVirt VM: nothing to power-cycle")
         return None
 
-    def _refuse(self, obj: dict, rem: OvirtRemediation, target: Target, reason: str, message: str) -> None:
+    def _refuse(self, obj: dict, rem: OvirtRemediation, node_name: str, reason: str, message: str) -> None:
         """The target is not ours to fence: `Skipped` with Succeeded=False (an orchestrator tries its next
         remediator) and a Warning saying why; the taints of a cycle already begun go."""
-        if rem.status.phase:
-            self._remove_taints(target.node_name)  # begun by a controller that did not check it, or before a check
+        if rem.status.phase and node_name:
+            self._remove_taints(node_name)  # begun by a controller that did not check it, or before a check
         self._metrics.outcomes.labels(rem.metadata.namespace, "skipped").inc()
         self._events.warning(obj, reason, message)
         self._write(obj, rem, phase=RemediationPhase.SKIPPED, message=message,
@@ -71,18 +69,13 @@ class Outcomes(RemediationContext):
 
     @staticmethod
     def _refuse_machine_deletion(rem: OvirtRemediation, target: Target) -> str | None:
+        """Why the Machine is not deleted on exhaustion: onExhaustion None, no Machine, or the front end's own rule
+        (only a Machine its set replaces, never a control-plane one: targets.py)."""
         if rem.spec.on_exhaustion == OnExhaustion.NONE:
             return "onExhaustion is None: the machine is left as it is"
-        machine = target.machine
-        if machine is None:
+        if target.machine is None:
             return "no Machine to replace"
-        meta = machine["metadata"]
-        if not any(r.get("controller") for r in meta.get("ownerReferences") or []):
-            return "the machine has no controller owner to replace it: it is left as it is"
-        role = (meta.get("labels") or {}).get(keys.LABEL_MACHINE_ROLE, "")
-        if role in _MASTER_ROLES:
-            return "a control-plane machine is never deleted by remediation"
-        return None
+        return target.front.deletion_refused(target.machine)
 
     def _delete_machine(self, target: Target) -> None:
         machine = target.machine
@@ -90,7 +83,7 @@ class Outcomes(RemediationContext):
             return
         meta = machine["metadata"]
         try:
-            self._rest.delete(MACHINES, meta["name"], meta["namespace"])
+            self._rest.delete(target.front.resource, meta["name"], meta["namespace"])
         except Exception as e:
             if not is_not_found(e):
                 raise

@@ -17,8 +17,9 @@ from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import object_key
 from machine_controller.runtime.writes import Conflict, Gone
 
-from .context import CONDITIONS, Target, time_of
+from .context import CONDITIONS, time_of
 from .outcomes import Outcomes
+from .targets import Target
 
 log = structlog.get_logger(__name__)
 
@@ -35,10 +36,10 @@ class PowerActions(Outcomes):
 
     def _read_power(self, obj: dict, rem: OvirtRemediation, target: Target) -> Power | None:
         try:
-            power = self._power.power(target.provider_id, target.vm_name)
+            power = target.power.power(target.provider_id, target.vm_name)
         except InstanceNotOwned as e:
             # A copied providerID names another's VM: nothing was read from it or sent to it, nor will be.
-            self._refuse(obj, rem, target, "VMNotOwned", str(e))
+            self._refuse(obj, rem, target.node_name, "VMNotOwned", str(e))
             return None
         if power is None or power.state is not PowerState.UNKNOWN:
             # The wait on an unknown VM, if there was one, is over (the gauge is removed with the request).

@@ -12,8 +12,9 @@ from machine_controller.controllers.provider import Power, PowerState
 from machine_controller.runtime.controller import Result
 from machine_controller.runtime.kube import object_key
 
-from .context import CONDITIONS, Target, time_of
+from .context import CONDITIONS, time_of
 from .power_actions import PowerActions
+from .targets import Target
 
 # Phases in which a VM is off or about to be: each counts against the bound on concurrent power operations.
 _POWER_PHASES = {RemediationPhase.POWERING_OFF, RemediationPhase.RELEASING_STORAGE, RemediationPhase.POWERING_ON}
@@ -74,14 +75,14 @@ class PoweringOff(PowerActions):
                     self._write(obj, rem, message=f"waiting for a power slot ({busy} VMs are being power-cycled)")
                     return Result(requeue_after=self._timing.slot_recheck_s)
                 self._metrics.cycles.labels(rem.metadata.namespace).inc()
-        return self._send(obj, rem, target, "power_off_requested", self._power.power_off, "stop", "PowerOffRefused",
+        return self._send(obj, rem, target, "power_off_requested", target.power.power_off, "stop", "PowerOffRefused",
                           said=said, lands_by="power_off_may_land_until")
 
     def _stop_may_show(self, power: Power, target: Target, waited: float) -> bool:
         """Whether a stop recorded `waited` seconds ago may still be the engine's to carry out: it is too recent to
         show, the VM is powering down, or the engine has a stop of ours under way."""
         return (waited < self._timing.action_shows_s or power.state == PowerState.STOPPING
-                or self._power.power_off_under_way(target.provider_id, target.vm_name))
+                or target.power.power_off_under_way(target.provider_id, target.vm_name))
 
     def _reconnecting(self, obj: dict, rem: OvirtRemediation, target: Target) -> Result | None:
         """Wait a while (requeue) for the Node of a VM that is back from `unknown` before powering it off: its

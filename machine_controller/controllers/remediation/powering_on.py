@@ -11,8 +11,9 @@ from api.remediation import OvirtRemediation, RemediationPhase
 from machine_controller.controllers.provider import Power, PowerState
 from machine_controller.runtime.controller import Result
 
-from .context import CONDITIONS, Target, time_of
+from .context import CONDITIONS, time_of
 from .power_actions import PowerActions
+from .targets import Target
 
 
 class PoweringOn(PowerActions):
@@ -54,7 +55,7 @@ class PoweringOn(PowerActions):
                                                                 f"{target.node_name} in {waited:.0f}s")
         if requested is not None and self._elapsed(requested) < self._timing.action_shows_s:
             return Result(requeue_after=self._timing.poll_s)  # a start was sent: give it time to show
-        return self._send(obj, rem, target, "power_on_requested", self._power.power_on, "start", "PowerOnRefused")
+        return self._send(obj, rem, target, "power_on_requested", target.power.power_on, "start", "PowerOnRefused")
 
     def _waiting_for_node(self, obj: dict, rem: OvirtRemediation, target: Target) -> Result | None:
         started = time_of(rem.status.power_on_requested) or self._clock()
@@ -71,7 +72,7 @@ class PoweringOn(PowerActions):
         if power is None:
             return None
         if power.state in (PowerState.OFF, PowerState.STOPPING) \
-                and self._power.stopped_by_late_power_off(target.provider_id, target.vm_name):
+                and target.power.stopped_by_late_power_off(target.provider_id, target.vm_name):
             return self._start_again(obj, rem, target, power)
         # From when the start was seen to land; a request from a controller that did not record it, from the send.
         waited = self._elapsed(time_of(rem.status.vm_start_seen) or started)

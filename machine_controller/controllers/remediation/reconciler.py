@@ -1,11 +1,12 @@
 """The OvirtRemediation controller: fencing by power cycle (docs/fencing.md).
 
-One request is one Machine to bring back. Each cycle is: NoSchedule taint → hard power-off, and nothing more until
-the hypervisor reports the VM off → release the Node's storage (the out-of-service taint, or force-deleting its
-pods) and wait until its pods and volume attachments are gone → power on → wait for the Node to be Ready → remove
-the taints. A cycle that does not bring the Node back within the timeout is followed, after a cooldown, by another,
-up to the retry limit; then the Machine is deleted so its MachineSet replaces it (never a Machine without a
-controller owner, nor a control-plane one).
+One request is one Machine to bring back, of OpenShift's Machine API or of Cluster API, found by its owner
+reference's group, in the same order for both (targets.py, docs/fencing.md#both-front-ends). Each cycle is:
+NoSchedule taint → hard power-off, and nothing more until the hypervisor reports the VM off → release the Node's
+storage (the out-of-service taint, or force-deleting its pods) and wait until its pods and volume attachments are
+gone → power on → wait for the Node to be Ready → remove the taints. A cycle that does not bring the Node back
+within the timeout is followed, after a cooldown, by another, up to the retry limit; then the Machine is deleted so
+its MachineSet replaces it (never a Machine without a MachineSet to replace it, nor a control-plane one).
 
 Safety (docs/fencing.md#the-safety-rules-the-code-keeps): storage is released only after the VM is confirmed
 off; `unknown` is never off; a Node that is Ready again before the power-off is left alone. Crash safety: every
@@ -16,12 +17,16 @@ and the Node, so a restarted controller resumes where it was and sends one stop 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
+from api.capi import GROUP as CAPI_GROUP
 from api.ids import vm_id_from_provider_id
+from api.keys import GROUP as MACHINE_API_GROUP
+from api.meta import ObjectMeta
 from api.remediation import FINALIZER, OvirtRemediation, RemediationPhase
 from machine_controller.controllers.nodes.status import node_ready
-from machine_controller.controllers.provider import PowerControl
+from machine_controller.controllers.provider import EnginePower, PowerControl
 from machine_controller.controllers.resources import REMEDIATIONS
 from machine_controller.runtime.controller import Controller, Result, enqueue_mapped, enqueue_object, when_changed
 from machine_controller.runtime.events import EventRecorder
@@ -30,15 +35,17 @@ from machine_controller.runtime.kube import Rest, object_key
 from machine_controller.runtime.manager import Manager
 from machine_controller.runtime.workqueue import WorkQueue
 
-from .context import RESULTS, RemediationTiming, Target
+from .context import RESULTS, RemediationTiming
 from .powering_off import PoweringOff
 from .powering_on import PoweringOn
 from .releasing_storage import ReleasingStorage
+from .targets import ClusterApiMachines, Target, machine_owner
 
-__all__ = ["RESULTS", "RemediationReconciler", "RemediationTiming", "add_remediation_controller"]
+__all__ = ["RESULTS", "ClusterApiSources", "RemediationReconciler", "RemediationTiming", "add_remediation_controller"]
 
 _TERMINAL = {RemediationPhase.SUCCEEDED, RemediationPhase.SKIPPED, RemediationPhase.FAILED}
-_NODE_NAME_ANNOTATION = "remediation.medik8s.io/node-name"  # NodeHealthCheck names the Node it means
+# How soon a request whose Machine, Cluster or Node is not cached yet is looked at again (its informers wake it too).
+_NO_TARGET_REQUEUE_S = 30.0
 # How soon a pass whose write lost a race (writes.Conflict) looks again at the newer request.
 _CONFLICT_REQUEUE_S = 0.2
 
@@ -65,7 +72,7 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
             return None
         target = self._target(obj, rem)
         if target is None:
-            return Result(requeue_after=30.0)
+            return None if rem.status.phase in _TERMINAL else Result(requeue_after=_NO_TARGET_REQUEUE_S)
         if vm_id_from_provider_id(target.provider_id) is None:
             return self._refuse_not_ovirt(obj, rem, target)
         if phase == RemediationPhase.DELETING_MACHINE:
@@ -82,23 +89,17 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
         return handler(obj, rem, target)
 
     def _target(self, obj: dict, rem: OvirtRemediation) -> Target | None:
-        """The Machine (owner, else the one of the same name: MHC names the request after it), its Node and the
-        VM's providerID. NodeHealthCheck names requests after the Node: then the Node alone gives the VM."""
-        ns = rem.metadata.namespace
-        owner = next((r.name for r in rem.metadata.owner_references if r.kind == "Machine"), None)
-        machine = self._machines.get(f"{ns}/{owner or rem.metadata.name}")
-        node_name = ((machine or {}).get("status") or {}).get("nodeRef", {}).get("name") \
-            or rem.metadata.annotations.get(_NODE_NAME_ANNOTATION) or rem.status.node_name \
-            or (rem.metadata.name if machine is None else "")
-        node = self._nodes.get(node_name) if node_name else None
-        pid = (((machine or {}).get("spec") or {}).get("providerID")
-               or ((node or {}).get("spec") or {}).get("providerID"))
-        if not pid:
-            message = f"no Machine or Node with a providerID found for {rem.metadata.name}"
-            self._events.warning(obj, "NoTarget", message)
-            self._write(obj, rem, message=message)
-            return None
-        return Target(machine, node_name, pid)
+        """The Machine in the front end its owner reference's group names (targets.py), its Node and its VM. One not
+        found yet is looked for again (a Warning says why); one that is not ours to fence is refused for good."""
+        found = self._targets.find(rem.metadata, rem.status.node_name, self._nodes)
+        if isinstance(found, Target):
+            return found
+        if found.refuse:
+            self._refuse(obj, rem, rem.status.node_name, found.reason, found.message)
+        else:
+            self._events.warning(obj, found.reason, found.message)
+            self._write(obj, rem, message=found.message)
+        return None
 
     def _start(self, obj: dict, rem: OvirtRemediation, target: Target) -> Result | None:
         if self._node_is_ready(target.node_name):
@@ -126,30 +127,60 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
         return None
 
 
-def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines: Informer, nodes: Informer,
-                               power: PowerControl, events: EventRecorder, queue: WorkQueue,
+@dataclass(frozen=True)
+class ClusterApiSources:
+    """What fencing Cluster API's Machines reads (docs/fencing.md#both-front-ends): their informer, their Clusters'
+    and OvirtClusters' (which engine a Machine's VM is on), and the power control of each engine."""
+
+    machines: Informer
+    clusters: Informer
+    ovirt_clusters: Informer
+    engines: EnginePower
+
+
+def add_remediation_controller(manager: Manager, api: Any, rest: Rest, machines: Informer | None, nodes: Informer,
+                               power: PowerControl | None, events: EventRecorder, queue: WorkQueue,
                                namespace: str | None, resync_s: float | None, workers: int = 2,
-                               timing: RemediationTiming = RemediationTiming()) -> RemediationReconciler:
-    """Requests are looked at when they change, when their Machine changes, and when a Node's readiness or taints
-    change (heartbeats alone do not wake them)."""
+                               timing: RemediationTiming = RemediationTiming(),
+                               cluster_api: ClusterApiSources | None = None) -> RemediationReconciler:
+    """Requests are looked at when they change, when their Machine changes (in the front end their owner's group
+    names), and when a Node's readiness or taints change (heartbeats alone do not wake them). `machines` and `power`
+    serve the Machine API's Machines, `cluster_api` Cluster API's; either may be None, not both."""
+    if (machines is None or power is None) and cluster_api is None:
+        raise ValueError("the remediation controller serves no front end: give the Machine API's machines and power, "
+                         "or Cluster API's sources")
     remediations = manager.add_informer(Informer(api, REMEDIATIONS, namespace=namespace, resync_period=resync_s))
-    reconciler = RemediationReconciler(rest, remediations.store, machines.store, nodes.store, power, events,
-                                       registry=manager.registry, timing=timing, namespace=namespace)
+    capi_targets = None if cluster_api is None else ClusterApiMachines(
+        cluster_api.machines.store, cluster_api.clusters.store, cluster_api.ovirt_clusters.store, cluster_api.engines)
+    reconciler = RemediationReconciler(rest, remediations.store, machines.store if machines is not None else None,
+                                       nodes.store, power, events, registry=manager.registry, timing=timing,
+                                       namespace=namespace, cluster_api=capi_targets)
     remediations.add_handler(enqueue_object(queue))
 
-    def for_machine(machine: dict) -> list[str]:
-        key = object_key(machine)
-        return [object_key(r) for r in remediations.store.list()
-                if object_key(r) == key
-                or any(o.get("kind") == "Machine" and o.get("name") == machine["metadata"]["name"]
-                       for o in r["metadata"].get("ownerReferences") or [])]
+    def of_group(group: str) -> Callable[[dict], list[str]]:
+        def requests_of(machine: dict) -> list[str]:
+            key, name = object_key(machine), machine["metadata"]["name"]
+            keys_ = []
+            for r in remediations.store.list():
+                owner = machine_owner(ObjectMeta.from_dict(r["metadata"]))
+                if owner is None:
+                    mine = group == MACHINE_API_GROUP and object_key(r) == key
+                else:
+                    mine = owner.name == name and owner.api_version.partition("/")[0] == group
+                if mine and r["metadata"].get("namespace") == machine["metadata"].get("namespace"):
+                    keys_.append(object_key(r))
+            return keys_
+        return requests_of
 
     def for_node(node: dict) -> list[str]:
         name = node["metadata"]["name"]
         return [object_key(r) for r in remediations.store.list()
                 if (r.get("status") or {}).get("nodeName") == name or r["metadata"]["name"] == name]
 
-    machines.add_handler(enqueue_mapped(queue, for_machine))
+    if machines is not None:
+        machines.add_handler(enqueue_mapped(queue, of_group(MACHINE_API_GROUP)))
+    if cluster_api is not None:
+        cluster_api.machines.add_handler(enqueue_mapped(queue, of_group(CAPI_GROUP)))
     nodes.add_handler(when_changed(enqueue_mapped(queue, for_node), node_ready, ("spec", "taints")))
     manager.add_controller(Controller(queue.name, queue, reconciler.reconcile, workers=workers,
                                       registry=manager.registry, conflict_requeue_s=_CONFLICT_REQUEUE_S))

@@ -11,8 +11,9 @@ from machine_controller.controllers.nodes.storage import force_delete_pods, held
 from machine_controller.controllers.provider import PowerState
 from machine_controller.runtime.controller import Result
 
-from .context import CONDITIONS, Target, time_of
+from .context import CONDITIONS, time_of
 from .power_actions import PowerActions
+from .targets import Target
 
 
 class ReleasingStorage(PowerActions):

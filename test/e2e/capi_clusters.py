@@ -1,17 +1,17 @@
 """Helpers of the Cluster API end-to-end tests: a Cluster on the simulated engine as a user writes it (Cluster,
 OvirtCluster with its identity Secret, a MachineDeployment of OvirtMachines with bootstrap data given directly),
-driven by Cluster API's own core controllers (testbed/capi_controllers.py) and this project's `ovirtcluster` and
-`ovirtmachine` controllers, and bounded waits on what a user looks at (`kubectl get machines`, the engine's VMs, the
-Nodes) (docs/architecture.md#the-test-bed).
+built with hack/capi/manifests.py (the objects the demo and the benchmark apply too), driven by Cluster API's own
+core controllers (hack/capi/core.py) and this project's `ovirtcluster` and `ovirtmachine` controllers, and bounded
+waits on what a user looks at (`kubectl get machines`, the engine's VMs, the Nodes)
+(docs/architecture.md#the-test-bed).
 
 The management cluster is also the workload cluster: the Cluster's control plane is the local API server, reported
-by the bed's control plane provider (testbed/capi_controlplane.py), and the simulator's guests of the cloud-init
+by the bed's control plane provider (hack/capi/controlplane.py), and the simulator's guests of the cloud-init
 node image register their Nodes there with the providerID the bootstrap cloud-config gives their kubelet
 (hack/ovirtsim/cloud_config.py)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from pathlib import Path
@@ -19,43 +19,23 @@ from typing import Any, Callable
 
 import yaml
 
+from api import capi as capi_api
 from api import infrastructure
+from hack.capi import controlplane, manifests
+from hack.capi.core import CapiCore
+from hack.capi.manifests import CLUSTER_NAME_LABEL, DEPLOYMENT_NAME_LABEL
 from hack.ovirtsim.seed import KUBE_NODE_TEMPLATE_NAME, KUBELET_VERSIONS
 from machines import MachineEnv, unique_name
-from testbed import capi_controlplane
-from testbed.capi_controllers import CapiCore
 
-CAPI_API_VERSION = "cluster.x-k8s.io/v1beta2"
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
+CAPI_API_VERSION = capi_api.API_VERSION
 CONTROLLERS = "--controllers=ovirtcluster,ovirtmachine,ovirtmachinetemplate"
 CONVERGE_S = 90.0
-# The bootstrap data every Machine of a MachineDeployment shares, as kubeadm's bootstrap provider would write it for
-# a node image: the kubelet learns its provider ID from the instance id (hack/ovirtsim/cloud_config.py), the form
-# this provider gives OvirtMachine.spec.providerID.
-BOOTSTRAP_CLOUD_CONFIG = """## template: jinja
-#cloud-config
-write_files:
-- path: /etc/default/kubelet
-  content: |
-    KUBELET_EXTRA_ARGS="--provider-id=ovirt://{{ v1.instance_id }}"
-runcmd:
-- [kubeadm, join, --config, /run/kubeadm/kubeadm-join-config.yaml]
-"""
 INFRA_CRDS = tuple(f"{plural}.{infrastructure.GROUP}" for plural in ("ovirtclusters", "ovirtmachines",
                                                                       "ovirtmachinetemplates"))
 # Every kind a test's Clusters leave in its namespace, the ones Cluster API's controllers hold by finalizers first.
 KINDS = ("clusters.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io", "machinesets.cluster.x-k8s.io",
          "machines.cluster.x-k8s.io", f"ovirtmachines.{infrastructure.GROUP}", f"ovirtclusters.{infrastructure.GROUP}",
-         f"ovirtmachinetemplates.{infrastructure.GROUP}", f"{capi_controlplane.PLURAL}.{capi_controlplane.GROUP}")
-
-
-def _b64(text: str) -> str:
-    return base64.b64encode(text.encode()).decode()
-
-
-def _ref(kind: str, name: str) -> dict[str, str]:
-    return {"apiGroup": infrastructure.GROUP, "kind": kind, "name": name}
+         f"ovirtmachinetemplates.{infrastructure.GROUP}", f"{controlplane.PLURAL}.{controlplane.GROUP}")
 
 
 class CapiEnv:
@@ -95,28 +75,15 @@ class CapiEnv:
         data Secret, an OvirtMachineTemplate and a MachineDeployment of `replicas` workers (RollingUpdate,
         maxSurge 1, maxUnavailable 0)."""
         wc = WorkloadCluster(self, name or unique_name("capi"))
-        plane = capi_controlplane.ManagementControlPlane(self.k, self.cluster.kubeconfig, self.namespace, wc.name)
-        sim, inst = self.sim, self.sim.installation
-        identity = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                    "metadata": {"name": f"{wc.name}-ovirt", "namespace": self.namespace},
-                    "data": {infrastructure.IDENTITY_URL_KEY: _b64(sim.pod_url),
-                             infrastructure.IDENTITY_USERNAME_KEY: _b64(sim.username),
-                             infrastructure.IDENTITY_PASSWORD_KEY: _b64(sim.password),
-                             infrastructure.IDENTITY_CA_KEY: _b64(Path(sim.ca_file).read_text())}}
-        ovirt_cluster = {"apiVersion": infrastructure.API_VERSION, "kind": "OvirtCluster",
-                         "metadata": {"name": wc.name, "namespace": self.namespace},
-                         "spec": {"controlPlaneEndpoint": capi_controlplane.endpoint(self.cluster.kubeconfig),
-                                  "identityRef": {"name": identity["metadata"]["name"]},
-                                  "clusterId": inst.cluster_id}}
-        bootstrap = {"apiVersion": "v1", "kind": "Secret", "type": "cluster.x-k8s.io/secret",
-                     "metadata": {"name": f"{wc.name}-bootstrap", "namespace": self.namespace,
-                                  "labels": {CLUSTER_NAME_LABEL: wc.name}},
-                     "data": {"value": _b64(BOOTSTRAP_CLOUD_CONFIG), "format": _b64("cloud-config")}}
-        cluster = {"apiVersion": CAPI_API_VERSION, "kind": "Cluster",
-                   "metadata": {"name": wc.name, "namespace": self.namespace},
-                   "spec": {"infrastructureRef": _ref("OvirtCluster", wc.name),
-                            "controlPlaneRef": capi_controlplane.ref(plane.name)}}
-        self.apply(identity, bootstrap, ovirt_cluster, *plane.manifests(), cluster)
+        plane = controlplane.ManagementControlPlane(self.k, self.cluster.kubeconfig, self.namespace, wc.name)
+        sim, ns = self.sim, self.namespace
+        engine = manifests.Engine(sim.pod_url, sim.username, sim.password, Path(sim.ca_file).read_text())
+        identity = f"{wc.name}-ovirt"
+        self.apply(manifests.identity_secret(ns, identity, engine),
+                   manifests.bootstrap_secret(ns, wc.bootstrap, wc.name),
+                   manifests.ovirt_cluster(ns, wc.name, identity, sim.installation.cluster_id,
+                                           controlplane.endpoint(self.cluster.kubeconfig)),
+                   *plane.manifests(), manifests.cluster(ns, wc.name, controlplane.ref(plane.name)))
         plane.report_initialized()
         self.apply(wc.machine_template(wc.template, memory_mb))
         self.apply(wc.machine_deployment(replicas, wc.template))
@@ -130,30 +97,15 @@ class WorkloadCluster:
         self.env = env
         self.name = name
         self.template = f"{name}-t1"
+        self.bootstrap = f"{name}-bootstrap"
 
     def machine_template(self, name: str, memory_mb: int) -> dict[str, Any]:
-        inst = self.env.sim.installation
-        spec = {"template_name": KUBE_NODE_TEMPLATE_NAME, "cluster_id": inst.cluster_id, "memory_mb": memory_mb,
-                "cpu": {"sockets": 1, "cores": 2, "threads": 1}, "os_disk": {"size_gb": 20}, "type": "server"}
-        return {"apiVersion": infrastructure.API_VERSION, "kind": "OvirtMachineTemplate",
-                "metadata": {"name": name, "namespace": self.env.namespace},
-                "spec": {"template": {"spec": spec}}}
+        spec = manifests.vm_spec(KUBE_NODE_TEMPLATE_NAME, self.env.sim.installation.cluster_id, memory_mb)
+        return manifests.machine_template(self.env.namespace, name, spec)
 
     def machine_deployment(self, replicas: int, template: str) -> dict[str, Any]:
-        labels = {CLUSTER_NAME_LABEL: self.name, DEPLOYMENT_NAME_LABEL: self.name}
-        return {"apiVersion": CAPI_API_VERSION, "kind": "MachineDeployment",
-                "metadata": {"name": self.name, "namespace": self.env.namespace,
-                             "labels": {CLUSTER_NAME_LABEL: self.name}},
-                "spec": {"clusterName": self.name, "replicas": replicas,
-                         "selector": {"matchLabels": labels},
-                         "rollout": {"strategy": {"type": "RollingUpdate",
-                                                  "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}},
-                         "template": {"metadata": {"labels": labels}, "spec": {
-                             # The node image's kubelet: Cluster API counts a Machine up to date only when its
-                             # Node's kubelet runs the Machine's version.
-                             "clusterName": self.name, "version": KUBELET_VERSIONS[KUBE_NODE_TEMPLATE_NAME],
-                             "bootstrap": {"dataSecretName": f"{self.name}-bootstrap"},
-                             "infrastructureRef": _ref("OvirtMachineTemplate", template)}}}}
+        return manifests.machine_deployment(self.env.namespace, self.name, self.name, replicas, template,
+                                            KUBELET_VERSIONS[KUBE_NODE_TEMPLATE_NAME], self.bootstrap)
 
     # --- what a user looks at -------------------------------------------------------------------------------------
     def machines(self) -> list[dict[str, Any]]:

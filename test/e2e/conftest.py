@@ -144,14 +144,14 @@ def renv(menv):
 
 @pytest.fixture(scope="session")
 def capi_core(cluster: Cluster, tmp_path_factory):
-    """Cluster API's core manager (testbed/capi_controllers.py) for the session, with the bed's control plane kind
-    (testbed/capi_controlplane.py): the management cluster is the workload cluster."""
-    from testbed import capi_controlplane
-    from testbed.capi_controllers import CapiCore
+    """Cluster API's core manager (hack/capi/core.py) for the session, with the bed's control plane kind
+    (hack/capi/controlplane.py): the management cluster is the workload cluster."""
+    from hack.capi import controlplane
+    from hack.capi.core import CapiCore
 
     core = CapiCore(cluster.kubectl, cluster.kubeconfig, tmp_path_factory.mktemp("capi"))
     core.start()
-    capi_controlplane.install(cluster.kubectl)
+    controlplane.install(cluster.kubectl)
     try:
         yield core
     finally:

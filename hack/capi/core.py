@@ -1,6 +1,7 @@
 """Run upstream Cluster API's core manager (built by hack/controlplane/capi.py) against the local control plane,
-with its CRDs and admission/conversion webhooks installed as a release installs them, so the end-to-end tests can
-prove behaviour against Cluster API's real controllers (docs/architecture.md#the-test-bed).
+with its CRDs and admission/conversion webhooks installed as a release installs them, so the end-to-end tests prove
+behaviour against Cluster API's real controllers, and `make demo` and the benchmark drive them
+(docs/architecture.md#the-test-bed).
 
 What a release install does, and what the bed does instead:
 - The CRDs of core/config/crd/bases are installed with the conversion webhook the release's kustomize patches add

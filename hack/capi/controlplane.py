@@ -1,6 +1,7 @@
-"""The test bed's control plane provider for Cluster API: the management cluster is also the workload cluster, so a
-Cluster's control plane is the local API server the bed already runs, and the bed reports it as a control plane
-provider reports a control plane it manages (docs/architecture.md#the-test-bed).
+"""The bed's control plane provider for Cluster API, shared by the tests, `make demo` and the benchmark: the
+management cluster is also the workload cluster, so a Cluster's control plane is the local API server the bed
+already runs, and the bed reports it as a control plane provider reports a control plane it manages
+(docs/architecture.md#the-test-bed).
 
 Why a control plane object at all. Cluster API's core Machine controller (v1.14.2) sets a Machine's `nodeRef` from
 the Node whose `spec.providerID` is the Machine's, read through its ClusterCache, which connects to the workload
@@ -10,7 +11,7 @@ cluster once the Cluster's `status.initialization.infrastructureProvisioned` is 
 Machine. Without a `spec.controlPlaneRef`, the Cluster controller sets that condition only when a Machine labelled
 `cluster.x-k8s.io/control-plane` has a nodeRef; the bed's control plane is no Machine. With a `controlPlaneRef`, it
 mirrors the referenced object's `status.initialization.controlPlaneInitialized` (the v1beta2 control plane contract),
-and leaves the kubeconfig Secret to the control plane provider. So the bed installs a test-only kind,
+and leaves the kubeconfig Secret to the control plane provider. So the bed installs a kind of its own,
 `ManagementControlPlane`, labelled with the contract version it serves like any provider's CRD, and plays its
 provider: it writes the object's status (initialized, available, the API server's version) and the kubeconfig Secret
 pointing at the same API server. A real install with an externally managed control plane (a hosted control plane
@@ -29,6 +30,8 @@ from urllib.parse import urlparse
 
 import yaml
 
+from api.infrastructure import CONTRACT_LABEL
+from hack.capi.manifests import CLUSTER_NAME_LABEL, CLUSTER_SECRET_TYPE
 from hack.crds_established import wait_established
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
@@ -38,10 +41,6 @@ VERSION = "v1alpha1"
 KIND = "ManagementControlPlane"
 PLURAL = "managementcontrolplanes"
 CRD_NAME = f"{PLURAL}.{GROUP}"  # contract.CalculateCRDName: the lower-case plural of the kind, then the group
-CONTRACT_LABEL = "cluster.x-k8s.io/v1beta2"
-CLUSTER_NAME_LABEL = "cluster.x-k8s.io/cluster-name"
-# The type Cluster API gives the Secrets it writes for a Cluster (kubeconfig, certificates).
-CLUSTER_SECRET_TYPE = "cluster.x-k8s.io/secret"
 
 
 def _crd() -> dict[str, Any]:

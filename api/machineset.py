@@ -10,7 +10,7 @@ from api import keys
 from api._codec import JSONObject
 from api._fields import prop
 from api.crd_info import AGE_COLUMN_PATH, CRDInfo, PrinterColumn, ScaleSubresource
-from api.machine import CONDITIONS_LIST_MAP, MachineSpec
+from api.machine import AUTHORITATIVE_API_SPEC_SCHEMA, CONDITIONS_LIST_MAP, MachineSpec, MigrationStatus
 from api.meta import Condition, EmbeddedObjectMeta, KubeObject, LabelSelector, ObjectMeta
 
 _INT32 = {"format": "int32"}
@@ -67,6 +67,13 @@ class MachineSetSpec(JSONObject):
     template: MachineTemplateSpec = prop(
         "template", default_factory=MachineTemplateSpec, doc="The machine created when replicas are missing."
     )
+    authoritative_api: str = prop(
+        "authoritativeAPI",
+        default="",
+        doc="The API whose controllers should manage this machine set: MachineAPI or ClusterAPI; the hand-over is "
+        "done when status.authoritativeAPI says the same.",
+        schema=AUTHORITATIVE_API_SPEC_SCHEMA,
+    )
 
     @property
     def effective_delete_policy(self) -> DeletePolicy:
@@ -87,7 +94,7 @@ class MachineSetSpec(JSONObject):
 
 
 @dataclass
-class MachineSetStatus(JSONObject):
+class MachineSetStatus(MigrationStatus):
     """Observed state of a MachineSet."""
 
     # Always serialised (no omitempty in openshift/api) so that a patch can bring it back to 0.

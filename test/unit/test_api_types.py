@@ -57,8 +57,8 @@ def test_machine_round_trips_with_the_openshift_json_names():
 
 
 def test_unknown_keys_are_ignored_everywhere():
-    doc = {**MACHINE, "extra": 1, "spec": {**MACHINE["spec"], "authoritativeAPI": "MachineAPI"}}
-    doc["status"] = {**MACHINE["status"], "authoritativeAPI": "MachineAPI", "synchronizedGeneration": 2}
+    doc = {**MACHINE, "extra": 1, "spec": {**MACHINE["spec"], "nodeDrainTimeoutSeconds": 30}}
+    doc["status"] = {**MACHINE["status"], "deletion": {"nodeDrainStartTime": "2024-01-02T03:04:30Z"}}
     assert Machine.from_dict(doc) == Machine.from_dict(MACHINE)
 
 

@@ -17,7 +17,14 @@ from typing import Any, Sequence
 import structlog
 
 from api import keys
-from api.machine import Machine, MachineConditionReason, MachineConditionType, MachineErrorReason, MachinePhase
+from api.machine import (
+    Machine,
+    MachineConditionReason,
+    MachineConditionType,
+    MachineErrorReason,
+    MachinePhase,
+    decide_authority,
+)
 from api.meta import (
     Condition,
     ConditionSeverity,
@@ -100,15 +107,18 @@ class MachineReconciler:
         self._doubted.add(key)
 
     def reconcile(self, key: str) -> Result | None:
-        fresh = key in self._doubted
-        self._doubted.discard(key)
         cached = self._machines.get(key)
         if cached is None:
+            self._doubted.discard(key)
             self._drained.pop(key, None)
             self._actuator.forget(key)
             return None
         obj = copy.deepcopy(cached)  # the informer's object is shared with every reader: never written in place
-        machine = Machine.from_dict(obj)
+        machine = self._authoritative(obj, Machine.from_dict(obj))
+        if machine is None:
+            return None  # a doubt about its Node waits for the Machine to be given back
+        fresh = key in self._doubted
+        self._doubted.discard(key)
         if machine.metadata.deleting:
             return self._delete(obj, machine)
         if keys.MACHINE_FINALIZER not in machine.metadata.finalizers:
@@ -128,6 +138,27 @@ class MachineReconciler:
         if phase in ("", MachinePhase.PROVISIONING):
             return self._provision(obj, machine)
         return self._refresh(obj, machine, fresh=fresh)
+
+    def _authoritative(self, obj: dict, machine: Machine) -> Machine | None:
+        """MAO's check before anything else, deletion included (docs/compatibility.md#authoritativeapi): a Machine
+        whose `status.authoritativeAPI` is `ClusterAPI` or `Migrating` gets `Paused=True` and nothing more (no
+        instance call, no finalizer change, no drain), so a deletion waits for the Machine to be given back; given
+        back, `Paused=False` and the pass goes on. The Machine as written, or None when it is left alone."""
+        decided = decide_authority(machine.spec.authoritative_api, machine.status.authoritative_api,
+                                   machine.status.conditions, now())
+        if decided.problem:
+            self._events.warning(obj, "InvalidAuthoritativeAPI", decided.problem)
+        if decided.status is not None:
+            # Guarded: the conditions are sent whole, from the Machine this pass read.
+            updated = write(self._rest, MACHINES, obj, status=decided.status, guarded=True,
+                            stamp={"lastUpdated": format_time(now())})
+            if updated is not None:
+                self.own_writes.record(updated)
+                obj.update(updated)
+                machine = Machine.from_dict(obj)
+                log.info("authoritative API", authoritative_api=machine.status.authoritative_api,
+                         paused=not decided.machine_api)
+        return machine if decided.machine_api else None
 
     # --- provisioning ---------------------------------------------------------------------------------------
     def _provision(self, obj: dict, machine: Machine) -> Result | None:

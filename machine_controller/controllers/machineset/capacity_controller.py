@@ -15,6 +15,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from api import keys
+from api.machine import owned_by_machine_api
 from api.machineset import MachineSet
 from machine_controller.controllers.machineset.capacity import CAPACITY_ANNOTATIONS, capacity_from_provider_spec
 from machine_controller.controllers.resources import MACHINESETS
@@ -32,8 +33,10 @@ log = structlog.get_logger(__name__)
 CAPACITY_FIELD_MANAGER = "ovirt-machine-controller-capacity"
 
 # What the annotations depend on, and the annotations themselves (a user removing one gets it back): a status
-# write, by this project's MachineSet controller or MAO's, must not wake this controller.
-_WATCHED = (("spec", "template", "spec", "providerSpec"), ("metadata", "annotations"), ("metadata", "generation"))
+# write, by this project's MachineSet controller or MAO's, must not wake this controller, but a set given back to
+# the Machine API must (docs/compatibility.md#authoritativeapi).
+_WATCHED = (("spec", "template", "spec", "providerSpec"), ("metadata", "annotations"), ("metadata", "generation"),
+            ("status", "authoritativeAPI"))
 
 
 class MachineSetCapacityReconciler:
@@ -57,8 +60,8 @@ class MachineSetCapacityReconciler:
             self._warned.pop(key, None)
             return None
         ms = MachineSet.from_dict(obj)
-        if ms.metadata.deleting:
-            return None
+        if ms.metadata.deleting or not owned_by_machine_api(obj):
+            return None  # while another API owns the set, its controllers write what it carries
         capacity = capacity_from_provider_spec(ms.spec.template.spec.provider_spec.value)
         if capacity.unknown is not None:
             if self._warned.get(key, -1) != ms.metadata.generation:

@@ -29,7 +29,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from api import keys
-from api.machine import Machine
+from api.machine import Machine, decide_authority
 from api.machineset import MachineSet
 from api.meta import ConditionStatus, get_condition, parse_time, set_condition
 from api.meta import now as utc_now
@@ -94,6 +94,10 @@ class MachineSetReconciler:
         ms = MachineSet.from_dict(obj)
         if ms.metadata.deleting:
             return None  # owned Machines go with the set: the garbage collector follows their ownerReferences
+        authoritative = self._authoritative(obj, ms)
+        if authoritative is None:
+            return None
+        obj, ms = authoritative
         problems = ms.spec.selector_problems()
         if problems:
             message = "invalid selector: " + "; ".join(problems)
@@ -116,6 +120,24 @@ class MachineSetReconciler:
         self._write_status(obj, status)
         waits = [w for w in (pending, recheck, backoff) if w is not None]
         return Result(requeue_after=min(waits)) if waits else None
+
+    def _authoritative(self, obj: dict, ms: MachineSet) -> tuple[dict, MachineSet] | None:
+        """MAO's check (docs/compatibility.md#authoritativeapi): a set whose `status.authoritativeAPI` is
+        `ClusterAPI` or `Migrating` gets `Paused=True` and nothing more (no Machine created, deleted or adopted, no
+        other status); given back, `Paused=False` and the pass goes on. The set as written, or None when it is
+        left alone."""
+        decided = decide_authority(ms.spec.authoritative_api, ms.status.authoritative_api, ms.status.conditions,
+                                   self._clock())
+        if decided.problem:
+            self._events.warning(obj, "InvalidAuthoritativeAPI", decided.problem)
+        if decided.status is not None:
+            # Guarded: the conditions are sent whole, from the set this pass read.
+            updated = write(self._rest, MACHINESETS, obj, status=decided.status, guarded=True)
+            if updated is not None:
+                obj, ms = updated, MachineSet.from_dict(updated)
+                log.info("authoritative API", machineset=ms.key, authoritative_api=ms.status.authoritative_api,
+                         paused=not decided.machine_api)
+        return (obj, ms) if decided.machine_api else None
 
     # --- which Machines belong to the set ---------------------------------------------------------------------
     def _claim(self, obj: dict, ms: MachineSet) -> tuple[list[Machine], bool]:

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 import structlog
 
 from api import keys
-from api.machine import MachinePhase
+from api.machine import MachinePhase, owned_by_machine_api
 from machine_controller.runtime.informer import Store
 from machine_controller.runtime.kube import object_key, split_key
 
@@ -160,7 +160,8 @@ class NodeMachineMatching:
         providerID yet: the providerID write of that Node can then wait for it and carry nodelink's part too
         (docs/compatibility.md#node-controllers)."""
         machines = _live(self._machines.by_index(INDEX_NAME, node_name))
-        return (len(machines) == 1 and not (machines[0].get("spec") or {}).get("providerID")
+        return (len(machines) == 1 and owned_by_machine_api(machines[0])
+                and not (machines[0].get("spec") or {}).get("providerID")
                 and (machines[0].get("status") or {}).get("phase") in (None, "", MachinePhase.PROVISIONING))
 
     @staticmethod
@@ -196,4 +197,6 @@ class NodeMachineMatching:
         machines = _live(self._machines.by_index(INDEX_PROVIDER_ID, pid))
         if len(machines) != 1 or machines[0]["metadata"]["name"] != name:
             return NodePart()  # of another name, the Machine is not this Node's (`machine_for`)
+        if not owned_by_machine_api(machines[0]):
+            return NodePart()  # nodelink's part, which nodelink does not write while another API owns the Machine
         return self.node_part(node, machines[0])

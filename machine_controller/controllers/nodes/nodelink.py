@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import structlog
 
-from api.machine import MachinePhase
+from api.machine import MachinePhase, owned_by_machine_api
 from api.meta import format_time, now, parse_time
 from machine_controller.controllers.machine.metrics import MachineMetrics
 from machine_controller.controllers.nodes.matching import NodeMachineMatching
@@ -65,6 +65,10 @@ class NodeLinkReconciler:
             return None
         machine = self._matching.machine_for(node)
         if machine is None:
+            return None
+        if not owned_by_machine_api(machine):
+            # Another API's controllers own the Machine (docs/compatibility.md#authoritativeapi): neither it nor
+            # its Node is written; given back, its change brings this Node back here.
             return None
         meta = node["metadata"]
         if meta.get("deletionTimestamp"):

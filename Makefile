@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_WORKERS ?= 3
 
 .PHONY: demo test venv system-deps kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images bench-deps
-.PHONY: crds lint unit clean
+.PHONY: crds lint unit clean clusterctl-repo
 
 # The failover scene runs real nodes: they import the images (hack/images, built once and cached).
 demo: venv kube-binaries images
@@ -80,6 +80,13 @@ images: venv system-deps
 
 crds: venv
 	$(PY) -m hack.gen_crds
+
+# The provider's clusterctl repository (docs/cluster-api.md#installing-with-clusterctl), rendered from config/ into
+# $(CLUSTERCTL_REPO) with the clusterctl.yaml that names it; CLUSTERCTL_ARGS=--core adds Cluster API's core provider
+# of the pinned release (built from its module like capi-binaries).
+CLUSTERCTL_REPO ?= build/clusterctl-repo
+clusterctl-repo: venv
+	$(PY) -m hack.clusterctl_repo --out $(CLUSTERCTL_REPO) $(CLUSTERCTL_ARGS)
 
 # The benchmark's own extras (hack/bench: matplotlib for --plot, py-spy for --py-spy); no product code needs them.
 bench-deps: venv

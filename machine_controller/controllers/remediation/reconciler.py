@@ -20,6 +20,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import structlog
+
 from api.capi import GROUP as CAPI_GROUP
 from api.ids import vm_id_from_provider_id
 from api.keys import GROUP as MACHINE_API_GROUP
@@ -40,6 +42,8 @@ from .powering_off import PoweringOff
 from .powering_on import PoweringOn
 from .releasing_storage import ReleasingStorage
 from .targets import ClusterApiMachines, Target, machine_owner
+
+log = structlog.get_logger(__name__)
 
 __all__ = ["RESULTS", "ClusterApiSources", "RemediationReconciler", "RemediationTiming", "add_remediation_controller"]
 
@@ -62,6 +66,11 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
 
     def _reconcile(self, obj: dict) -> Result | None:
         rem = OvirtRemediation.from_dict(obj)
+        elsewhere = self._targets.elsewhere(rem.metadata)
+        if elsewhere is not None:
+            log.debug("a request for a Machine of a front end this process does not serve: left alone",
+                      request=object_key(obj), group=elsewhere)
+            return None
         if rem.metadata.deleting:
             return self._finalize(obj, rem)
         if FINALIZER not in rem.metadata.finalizers:

@@ -178,6 +178,11 @@ def machine_owner(meta: ObjectMeta) -> OwnerReference | None:
     return next((r for r in meta.owner_references if r.kind == "Machine"), None)
 
 
+def _group(rem_meta: ObjectMeta) -> str:
+    owner = machine_owner(rem_meta)
+    return owner.api_version.partition("/")[0] if owner is not None else keys.GROUP
+
+
 class Targets:
     """The front ends this process serves (docs/fencing.md#both-front-ends): the request's Machine is looked for only
     in the one its owner reference's group names."""
@@ -185,16 +190,22 @@ class Targets:
     def __init__(self, machine_api: MachineApiMachines | None, cluster_api: ClusterApiMachines | None):
         self._fronts: dict[str, FrontEnd] = {f.group: f for f in (machine_api, cluster_api) if f is not None}
 
+    def elsewhere(self, rem_meta: ObjectMeta) -> str | None:
+        """The front end (its group) of the request's Machine when this process does not serve it but another may:
+        the request is then left alone, its finalizer and status too, for the process that does
+        (docs/fencing.md#both-front-ends)."""
+        group = _group(rem_meta)
+        return group if group in (keys.GROUP, capi.GROUP) and group not in self._fronts else None
+
     def find(self, rem_meta: ObjectMeta, recorded_node: str, nodes: Store) -> Target | Unresolved:
         owner = machine_owner(rem_meta)
-        group = owner.api_version.partition("/")[0] if owner is not None else keys.GROUP
+        group = _group(rem_meta)
         front = self._fronts.get(group)
+        served = ", ".join(sorted(self._fronts))
+        if self.elsewhere(rem_meta) is not None:
+            return Unresolved(f"the Machine of {rem_meta.name} is one of {group}, whose Machines this controller does "
+                              f"not watch (it serves: {served})")
         if front is None:
-            served = ", ".join(sorted(self._fronts)) or "none"
-            if group in (keys.GROUP, capi.GROUP):
-                # That front end may run in another process; this one must not guess (docs/fencing.md#both-front-ends).
-                return Unresolved(f"the Machine of {rem_meta.name} is one of {group}, whose Machines this controller "
-                                  f"does not watch (it serves: {served})")
             return Unresolved(f"the owner of {rem_meta.name} is a Machine of {group}, which this controller does not "
                               f"serve (it serves: {served}): not an oVirt Machine to power-cycle", refuse=True,
                               reason="NotAnOvirtMachine")

@@ -142,9 +142,25 @@ def test_a_request_without_a_machine_owner_is_the_machine_api_one_as_before():
 def test_a_front_end_this_process_does_not_serve_is_waited_for_never_looked_up_in_the_other(serve_mapi, serve_capi,
                                                                                               owner):
     targets, engines, _ = fronts(serve_mapi=serve_mapi, serve_capi=serve_capi)
+    assert targets.elsewhere(request_meta(owner)) == owner["apiVersion"].partition("/")[0]
     found = targets.find(request_meta(owner), "", NODES_STORE)
     assert isinstance(found, Unresolved) and not found.refuse, found
     assert "does not watch" in found.message and engines.engines == {}
+
+
+def test_a_process_serving_only_the_machine_api_leaves_a_cluster_api_request_alone():
+    """Another process may serve Cluster API's Machines: no finalizer, no status, no event from this one."""
+    api = FakeApi()
+    for resource in (REMEDIATIONS, MACHINES, NODES):
+        api.cache(resource, Store())
+    api.seed(REMEDIATIONS, {"apiVersion": API_VERSION, "kind": "OvirtRemediation",
+                            "metadata": {"name": NAME, "namespace": NS, "ownerReferences": [CAPI_OWNER]},
+                            "spec": {}, "status": {}})
+    events = RecordingEvents()
+    reconciler = RemediationReconciler(api, api.cached(REMEDIATIONS), api.cached(MACHINES), api.cached(NODES),
+                                       FakePower(), events, clock=lambda: T0)
+    assert settle(reconciler.reconcile, f"{NS}/{NAME}") is None
+    assert api.writes() == [] and events.reasons() == []
 
 
 def test_a_machine_of_a_group_neither_front_end_serves_is_refused():

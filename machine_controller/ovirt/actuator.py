@@ -198,14 +198,27 @@ class OvirtActuator:
         """`vm`, found by an id the Machine knows, when it bears the Machine's name (and, with owner marks, its
         mark); else InstanceNotOwned."""
         _owned(machine, vm)
-        if self._marks is not None and not self._marks.is_marked_for(machine, vm):
+        if self._marks is not None and not self._adopted(machine, vm) and not self._marks.is_marked_for(machine, vm):
             raise _not_owned(machine, vm, f"bears the name {vm.name!r} but {said_by(vm)}")
         return vm
 
     def _named(self, machine: Machine, vm: V) -> V:
         """`vm`, which bears the Machine's name: the Machine's, unless owner marks are required and it does not
         bear the Machine's (VmOfAnother, and nothing is done to it)."""
-        return vm if self._marks is None else self._marks.check(machine, vm)
+        if self._marks is None or self._adopted(machine, vm):
+            return vm
+        return self._marks.check(machine, vm)
+
+    def _adopted(self, machine: Machine, vm: V) -> bool:
+        """A Machine API VM the object was converted from (OwnerMarks.adoptable) gets the object's mark, written
+        before anything else is sent to it; True once it bears it. A list taken before the write still shows the VM
+        unmarked, and the same mark is written again (the same comment: no harm) until a newer list comes."""
+        assert self._marks is not None
+        if not self._marks.adoptable(machine, vm) or vm.id is None:
+            return False
+        self.client.set_vm_comment(vm.id, self._marks.mark(machine))
+        log.info("adopted the Machine API VM the object was converted from: its owner mark written", vm_id=vm.id)
+        return True
 
     def _cluster_of(self, machine: Machine) -> types.Cluster | None:
         """The cluster whose list of VMs may serve the Machine's looks, or None: the VM is then asked for on its

@@ -218,6 +218,10 @@ class OvirtClient:
             return self.call(what, lambda s: fn(s.vms_service().vm_service(vm_id)))
         return self._call(what, lambda conn: fn(conn.system_service().vms_service().vm_service(vm_id)), retrying)
 
+    def set_vm_comment(self, vm_id: str, comment: str) -> None:
+        """The VM's comment (its owner mark, owner_mark.py): a change the engine makes to a running VM at once."""
+        self._vm_call("set VM comment", vm_id, lambda vm: vm.update(types.Vm(comment=comment)))
+
     def disk_attachments(self, vm_id: str) -> list[types.DiskAttachment]:
         return self._vm_call("list VM disks", vm_id, lambda vm: vm.disk_attachments_service().list())
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from api.machine import Machine
+from api.migration import ADOPT_VM_ANNOTATION
 from machine_controller.controllers.provider import ActuatorError
 
 PREFIX = "ovirt-machine-controller owner:"
@@ -58,6 +59,16 @@ class OwnerMarks:
     def is_marked_for(self, machine: Machine, vm: _Marked) -> bool:
         found = _MARK.match(vm.comment or "")
         return found is not None and found["owner"] == self._owner(machine)
+
+    def adoptable(self, machine: Machine, vm: _Marked) -> bool:
+        """`vm` is the Machine API VM that the object was converted from and is to take over
+        (docs/cluster-api.md#migrating-from-the-machine-api): it bears no mark and no comment at all (a Machine API
+        VM's, never another front end object's nor a human's note), it bears the object's name (the Machine API's
+        proof that it was that Machine's, and the converted object keeps the Machine's name), and its id is the one
+        the converter recorded on the object (api/migration.py ADOPT_VM_ANNOTATION). Such a VM is marked before
+        anything else is done with it; any other unmarked VM stays another's."""
+        return (not vm.comment and bool(vm.id) and vm.name == machine.metadata.name
+                and machine.metadata.annotations.get(ADOPT_VM_ANNOTATION) == vm.id)
 
     def check(self, machine: Machine, vm: V) -> V:
         """`vm`, found by the object's name, when it bears the object's mark; else VmOfAnother naming the VM and

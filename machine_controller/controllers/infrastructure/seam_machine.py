@@ -18,6 +18,7 @@ from api.field_errors import InvalidProviderSpec
 from api.infrastructure import MACHINE_SPEC_PATH, OvirtCluster, load_ovirt_machine_spec, to_provider_spec
 from api.machine import Machine
 from api.meta import ObjectMeta
+from api.migration import ADOPT_VM_ANNOTATION
 from api.provider_spec import PROVIDER_SPEC_PATH
 from machine_controller.controllers.provider import InvalidMachineConfiguration, MissingDependency
 
@@ -60,8 +61,10 @@ def seam_machine(meta: ObjectMeta, raw_spec: dict[str, Any] | None, status: dict
         if not deleting:
             raise
     recorded = (status or {}).get("instanceId")
+    # The Machine API VM a converted OvirtMachine takes over (docs/cluster-api.md#migrating-from-the-machine-api).
+    adopt = {k: v for k, v in meta.annotations.items() if k == ADOPT_VM_ANNOTATION}
     description: dict[str, Any] = {
-        "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
+        "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid, "annotations": adopt},
         "spec": {"providerSpec": {"value": value}, "providerID": (raw_spec or {}).get("providerID") or None},
         "status": {"providerStatus": {"instanceId": recorded} if recorded else None},
     }

@@ -59,7 +59,15 @@ AUTHORITATIVE_API_CLUSTER_API = "ClusterAPI"
 _HOOK_PREFIXES = (("preDrain", "pre-drain.delete.hook.machine.cluster.x-k8s.io"),
                   ("preTerminate", "pre-terminate.delete.hook.machine.cluster.x-k8s.io"))
 _CAPI_DELETE_MACHINE = "cluster.x-k8s.io/delete-machine"
-_CAPI_DEPLOYMENT_NAME = "cluster.x-k8s.io/deployment-name"
+DEPLOYMENT_NAME_LABEL = "cluster.x-k8s.io/deployment-name"
+MACHINE_SET_NAME_LABEL = "cluster.x-k8s.io/set-name"
+TEMPLATE_HASH_LABEL = "machine-template-hash"
+# The machine-template-hash of a MachineSet converted from the Machine API: not a hash of its template (its Machines
+# may have been made from older ones), a value no MachineDeployment computes (they write `<hash>-<random>`).
+CONVERTED_TEMPLATE_HASH = "machine-api"
+_MAX_LABEL_VALUE = 63
+# Cluster API's bookkeeping on a Machine of a MachineDeployment: no setting of the Machine, left out on the way back.
+_CAPI_SET_LABELS = (TEMPLATE_HASH_LABEL, MACHINE_SET_NAME_LABEL, DEPLOYMENT_NAME_LABEL)
 # A Machine API Machine's taints are put on its Node when the Node registers and never removed: Cluster API's
 # OnInitialization propagation (its MachineTaintPropagation feature gate must be on to take them).
 _ON_INITIALIZATION = "OnInitialization"
@@ -429,9 +437,23 @@ def _int(f: _Fields, key: str, minimum: int = 0) -> int | None:
     return value
 
 
-def machineset_to_capi(ms: Mapping[str, Any], to: ToClusterAPI) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A Machine API MachineSet as a MachineDeployment and the OvirtMachineTemplate it names. Raises
-    ConversionError naming every field that cannot be converted."""
+def set_labels(set_name: str) -> dict[str, str]:
+    """The labels by which the MachineSet converted from the Machine API MachineSet `set_name` selects its Machines,
+    beside the source's own: Cluster API's MachineDeployment tells its MachineSets apart by `machine-template-hash`,
+    which its selector does not hold and each of its MachineSets' does."""
+    labels = {TEMPLATE_HASH_LABEL: CONVERTED_TEMPLATE_HASH}
+    if len(set_name) <= _MAX_LABEL_VALUE:  # Cluster API writes a hash of a longer name; the selector needs neither
+        labels.update({MACHINE_SET_NAME_LABEL: set_name, DEPLOYMENT_NAME_LABEL: set_name})
+    return labels
+
+
+def machineset_to_capi(ms: Mapping[str, Any],
+                       to: ToClusterAPI) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A Machine API MachineSet as a MachineDeployment, the OvirtMachineTemplate it names, and the Cluster API
+    MachineSet that carries its Machines: of the set's name, as OpenShift names its converted MachineSets, ownerless
+    and labelled for the MachineDeployment to adopt it, selecting the converted Machines by set_labels() for it to
+    adopt them. Without it, the MachineDeployment would make a MachineSet of its own and new Machines for it, and
+    the converted ones would stay beside them. Raises ConversionError naming every field that cannot be converted."""
     what, errors, top, meta = _open(ms, keys.API_VERSION, "MachineSet", keys.GROUP)
     spec = top.sub("spec")
     replicas = _int(spec, "replicas")
@@ -486,7 +508,18 @@ def machineset_to_capi(ms: Mapping[str, Any], to: ToClusterAPI) -> tuple[dict[st
     tmpl_meta["annotations"].pop(capi.PAUSED_ANNOTATION, None)  # a template is only read
     tmpl = {"apiVersion": INFRA_API_VERSION, "kind": OVIRT_MACHINE_TEMPLATE_KIND, "metadata": tmpl_meta,
             "spec": {"template": {"spec": provider.vm}}}
-    return md, tmpl
+    bridge = set_labels(meta.name)
+    ms_spec: dict[str, Any] = {
+        "clusterName": to.cluster_name, "replicas": md_spec["replicas"],
+        "selector": {**selector, "matchLabels": {**selector.get("matchLabels", {}), TEMPLATE_HASH_LABEL:
+                                                 CONVERTED_TEMPLATE_HASH}},
+        "template": {"metadata": {**template_meta, "labels": {**tlabels, **bridge}}, "spec": machine_spec}}
+    if delete_policy:
+        ms_spec["deletion"] = {"order": delete_policy}
+    machine_set = {"apiVersion": capi.API_VERSION, "kind": "MachineSet",
+                   "metadata": _capi_meta(meta, to, "MachineSet", keys.GROUP, labels={**tlabels, **bridge}),
+                   "spec": ms_spec}
+    return md, tmpl, machine_set
 
 
 def _mapi_meta(meta: _Meta, to: ToMachineAPI, strip: Mapping[str, str]) -> dict[str, Any]:
@@ -580,7 +613,7 @@ def machinedeployment_to_mapi(md: Mapping[str, Any], template: Mapping[str, Any]
     inner.refuse_rest(NO_MAPI)
     tt.refuse_rest(NO_MAPI)
     _raise(what, errors)
-    strip = {capi.CLUSTER_NAME_LABEL: cluster_name, _CAPI_DEPLOYMENT_NAME: meta.name}
+    strip = {capi.CLUSTER_NAME_LABEL: cluster_name, DEPLOYMENT_NAME_LABEL: meta.name}
     selector_labels = {k: v for k, v in selector.get("matchLabels", {}).items() if strip.get(k) != v}
     out_selector = {**selector, "matchLabels": selector_labels} if selector_labels else \
         {k: v for k, v in selector.items() if k != "matchLabels"}
@@ -641,6 +674,15 @@ def _vm_id(top: _Fields, meta: _Meta, spec_provider_id: str, status: Any) -> str
     return found[0][1] if found else ""
 
 
+def _owner_set(machine: Mapping[str, Any]) -> str:
+    """The Machine API MachineSet that controls the Machine ("" for none)."""
+    for ref in (machine.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("kind") == "MachineSet" and ref.get("controller") and \
+                str(ref.get("apiVersion", "")).startswith(f"{keys.GROUP}/"):
+            return str(ref.get("name") or "")
+    return ""
+
+
 def machine_to_capi(machine: Mapping[str, Any], to: ToClusterAPI) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Machine API Machine as a Cluster API Machine and an OvirtMachine of the same name that adopts its VM (the
     VM bears the Machine's name; ADOPT_VM_ANNOTATION names its id). Raises ConversionError."""
@@ -663,8 +705,11 @@ def machine_to_capi(machine: Mapping[str, Any], to: ToClusterAPI) -> tuple[dict[
     }
     if taints:
         m_spec["taints"] = taints
+    owner = _owner_set(machine)
+    labels = {**meta.labels, **(set_labels(owner) if owner else {})}
     cm = {"apiVersion": capi.API_VERSION, "kind": capi.MACHINE_KIND,
-          "metadata": _capi_meta(meta, to, "Machine", keys.GROUP, annotations=annotations), "spec": m_spec}
+          "metadata": _capi_meta(meta, to, "Machine", keys.GROUP, labels=labels, annotations=annotations),
+          "spec": m_spec}
     om_meta = _capi_meta(meta, to, "Machine", keys.GROUP, labels={}, annotations={ADOPT_VM_ANNOTATION: vm_id})
     om = {"apiVersion": INFRA_API_VERSION, "kind": OVIRT_MACHINE_KIND, "metadata": om_meta,
           "spec": {**provider.vm, "providerID": provider_id(vm_id)}}
@@ -707,7 +752,8 @@ def machine_to_mapi(machine: Mapping[str, Any], ovirt_machine: Mapping[str, Any]
         m_spec["providerID"] = pid or om_pid
     if to.authoritative_api:
         m_spec["authoritativeAPI"] = to.authoritative_api
-    out_meta = _mapi_meta(_Meta(meta.name, meta.namespace, meta.labels, annotations), to,
+    labels = {k: v for k, v in meta.labels.items() if k not in _CAPI_SET_LABELS}
+    out_meta = _mapi_meta(_Meta(meta.name, meta.namespace, labels, annotations), to,
                           {capi.CLUSTER_NAME_LABEL: cluster_name})
     return {"apiVersion": keys.API_VERSION, "kind": "Machine", "metadata": out_meta, "spec": m_spec}
 

@@ -21,6 +21,7 @@ from api import capi, keys
 from api.infrastructure import API_VERSION as INFRA_API_VERSION
 from api.infrastructure import OVIRT_CLUSTER_KIND, OVIRT_MACHINE_KIND, OVIRT_MACHINE_TEMPLATE_KIND
 from api.migration import (
+    DEPLOYMENT_NAME_LABEL,
     MACHINE_DEPLOYMENT_KIND,
     ConversionError,
     ToClusterAPI,
@@ -81,8 +82,8 @@ def to_capi(objects: list[Obj], cluster: str, namespace: str = "", paused: bool 
     for obj in objects:
         try:
             if obj.get("apiVersion") == keys.API_VERSION and obj.get("kind") == "MachineSet":
-                md, template = machineset_to_capi(obj, to)
-                out += [md, template]
+                md, template, machine_set = machineset_to_capi(obj, to)
+                out += [md, template, machine_set]
                 cluster_ids.add(template["spec"]["template"]["spec"].get("cluster_id", ""))
             elif obj.get("apiVersion") == keys.API_VERSION and obj.get("kind") == "Machine":
                 out += list(machine_to_capi(obj, to))
@@ -156,6 +157,13 @@ def to_mapi(objects: list[Obj], namespace: str = "",
                 out.append(machine_to_mapi(obj, om, target(obj)))
         except ConversionError as e:
             refusals.append(str(e))
+    deployments = {_key(o)[1:] for o in objects if o.get("kind") == MACHINE_DEPLOYMENT_KIND}
+    for obj in objects:
+        # A MachineDeployment's MachineSet is its bookkeeping: the MachineDeployment is converted.
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if obj.get("apiVersion") == capi.API_VERSION and obj.get("kind") == "MachineSet" and \
+                (_key(obj)[1], labels.get(DEPLOYMENT_NAME_LABEL)) in deployments:
+            used.add(_key(obj))
     identities = {((c.get("spec") or {}).get("identityRef") or {}).get("name") for c in ovirt_clusters}
     for obj in objects:
         if obj.get("kind") != "Secret":

@@ -13,6 +13,7 @@ import yaml
 
 from api import capi
 from api.infrastructure import TEMPLATE_SPEC_PATH, load_ovirt_machine_spec
+from api.meta import LabelSelector
 from api.migration import (
     ADOPT_VM_ANNOTATION,
     CONVERTED_FROM_ANNOTATION,
@@ -23,6 +24,7 @@ from api.migration import (
     machine_to_mapi,
     machinedeployment_to_mapi,
     machineset_to_capi,
+    set_labels,
 )
 from api.validation import load_provider_spec
 from hack.ovirt_install import Installation, machine_for
@@ -43,6 +45,7 @@ def installer_machine() -> dict[str, Any]:
     value = ms["spec"]["template"]["spec"]["providerSpec"]["value"]
     inst = Installation("ocp-demo-x7k2p", value["cluster_id"], value["template_name"], ("ocp-demo-x7k2p-compute",))
     m = machine_for(inst, "openshift-machine-api", "ocp-demo-x7k2p-worker-7xq2v")
+    m["metadata"]["labels"] = ms["spec"]["template"]["metadata"]["labels"]  # with its set's label
     m["metadata"].update(uid="4f1d", resourceVersion="912", generation=1, creationTimestamp="2026-11-29T00:00:00Z",
                          finalizers=["machine.machine.openshift.io"],
                          annotations={"VmId": VM_ID, "machine.openshift.io/instance-state": "up"},
@@ -77,7 +80,7 @@ def _same_spec(before: dict[str, Any], after: dict[str, Any], machine_spec_path:
 
 def test_the_installers_machineset_becomes_a_machinedeployment_and_its_template():
     ms = installer_machineset()
-    md, template = machineset_to_capi(ms, TO_CAPI)
+    md, template, _ = machineset_to_capi(ms, TO_CAPI)
     assert (md["apiVersion"], md["kind"]) == ("cluster.x-k8s.io/v1beta2", "MachineDeployment")
     assert md["metadata"]["name"] == "ocp-demo-x7k2p-worker"
     assert md["metadata"]["namespace"] == "openshift-machine-api"
@@ -106,9 +109,32 @@ def test_the_installers_machineset_becomes_a_machinedeployment_and_its_template(
     assert not {"userDataSecret", "credentialsSecret", "id", "name"} & set(template["spec"]["template"]["spec"])
 
 
+def test_the_converted_machineset_carries_the_converted_machines_for_the_machinedeployment():
+    """Cluster API's MachineDeployment adopts an ownerless MachineSet its selector matches, and a MachineSet the
+    ownerless Machines its selector matches: the installer's workers stay, none is made again."""
+    md, _, machine_set = machineset_to_capi(installer_machineset(), TO_CAPI)
+    machine, _ = machine_to_capi(installer_machine(), TO_CAPI)  # owned by the installer's MachineSet
+
+    def selects(selector: dict, labels: dict) -> bool:
+        return LabelSelector.from_dict(selector).matches(labels)
+
+    assert (machine_set["kind"], machine_set["metadata"]["name"]) == ("MachineSet", "ocp-demo-x7k2p-worker")
+    assert "ownerReferences" not in machine_set["metadata"]
+    assert selects(md["spec"]["selector"], machine_set["metadata"]["labels"])
+    assert machine_set["metadata"]["labels"]["machine-template-hash"] == "machine-api"  # what the MD reads of it
+    assert selects(machine_set["spec"]["selector"], machine["metadata"]["labels"])
+    assert selects(machine_set["spec"]["selector"], machine_set["spec"]["template"]["metadata"]["labels"])
+    assert machine_set["spec"]["replicas"] == md["spec"]["replicas"] == 1
+    assert machine_set["spec"]["template"]["spec"] == md["spec"]["template"]["spec"]
+    # A standalone Machine (no MachineSet of the Machine API controls it) is no set's.
+    standalone = installer_machine()
+    standalone["metadata"].pop("ownerReferences")
+    assert not selects(machine_set["spec"]["selector"], machine_to_capi(standalone, TO_CAPI)[0]["metadata"]["labels"])
+
+
 def test_the_template_name_follows_the_vm_settings_only():
     ms = installer_machineset()
-    _, first = machineset_to_capi(ms, TO_CAPI)
+    _, first, _ = machineset_to_capi(ms, TO_CAPI)
     ms["spec"]["replicas"] = 5
     assert machineset_to_capi(ms, TO_CAPI)[1]["metadata"]["name"] == first["metadata"]["name"]
     ms["spec"]["template"]["spec"]["providerSpec"]["value"]["memory_mb"] = 32768
@@ -116,14 +142,14 @@ def test_the_template_name_follows_the_vm_settings_only():
 
 
 def test_a_target_namespace_and_unpaused_objects_when_asked():
-    md, template = machineset_to_capi(installer_machineset(), ToClusterAPI("ocp", namespace="clusters", paused=False))
+    md, template, _ = machineset_to_capi(installer_machineset(), ToClusterAPI("ocp", namespace="clusters", paused=False))
     assert md["metadata"]["namespace"] == template["metadata"]["namespace"] == "clusters"
     assert capi.PAUSED_ANNOTATION not in md["metadata"]["annotations"]
 
 
 def test_the_installers_machineset_round_trip_gives_back_the_same_spec():
     ms = installer_machineset()
-    back = machinedeployment_to_mapi(*machineset_to_capi(ms, TO_CAPI), BACK)
+    back = machinedeployment_to_mapi(*machineset_to_capi(ms, TO_CAPI)[:2], BACK)
     assert back["metadata"] == ms["metadata"]
     _same_spec(ms, back, ("template", "spec"))
 
@@ -137,7 +163,7 @@ def test_every_mapped_field_round_trips():
         "preDrain": [{"name": "EtcdQuorum", "owner": "clusteroperator/etcd"}],
         "preTerminate": [{"name": "Backup", "owner": "backup-operator"}]}
     ms["spec"]["template"]["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
-    md, template = machineset_to_capi(ms, TO_CAPI)
+    md, template, _ = machineset_to_capi(ms, TO_CAPI)
     assert md["spec"]["deletion"] == {"order": "Oldest"} and md["spec"]["replicas"] == 0
     capi_machine = md["spec"]["template"]
     assert capi_machine["spec"]["minReadySeconds"] == 30
@@ -156,7 +182,7 @@ def test_the_machinedeployment_as_cluster_apis_webhook_stored_it_converts_back()
     """Cluster API's defaulting adds its cluster-name label to the object, the selector and the template: they are
     Cluster API's (spec.clusterName says it), not the MachineSet's."""
     ms = installer_machineset()
-    md, template = machineset_to_capi(ms, TO_CAPI)
+    md, template, _ = machineset_to_capi(ms, TO_CAPI)
     for labels in (md["spec"]["selector"]["matchLabels"], md["spec"]["template"]["metadata"]["labels"]):
         labels[capi.CLUSTER_NAME_LABEL] = "ocp"
     md["metadata"].update(uid="9", resourceVersion="3", generation=2, managedFields=[{"manager": "kubectl"}])
@@ -168,7 +194,7 @@ def test_the_machinedeployment_as_cluster_apis_webhook_stored_it_converts_back()
 
 
 def test_converted_back_objects_say_cluster_api_is_authoritative_by_default():
-    back = machinedeployment_to_mapi(*machineset_to_capi(installer_machineset(), TO_CAPI))
+    back = machinedeployment_to_mapi(*machineset_to_capi(installer_machineset(), TO_CAPI)[:2])
     assert back["spec"]["authoritativeAPI"] == "ClusterAPI"
     assert back["spec"]["template"]["spec"]["authoritativeAPI"] == "ClusterAPI"
     # Without the OvirtCluster's identity, the provider spec names no credentials Secret.
@@ -176,7 +202,7 @@ def test_converted_back_objects_say_cluster_api_is_authoritative_by_default():
 
 
 def test_a_failure_domain_becomes_its_ovirt_cluster_and_is_refused_without_the_ovirt_clusters_domains():
-    md, template = machineset_to_capi(installer_machineset(), TO_CAPI)
+    md, template, _ = machineset_to_capi(installer_machineset(), TO_CAPI)
     other = "7c0e1b55-1d3b-4a59-8a8e-0c2b7b1d9f00"
     del template["spec"]["template"]["spec"]["cluster_id"]
     md["spec"]["template"]["spec"]["failureDomain"] = "rack-b"
@@ -200,7 +226,8 @@ def test_the_installers_machine_becomes_a_machine_and_an_ovirtmachine_adopting_i
                           "infrastructureRef": {"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OvirtMachine",
                                                 "name": name},
                           "providerID": f"ovirt://{VM_ID}"}
-    assert cm["metadata"]["labels"] == {**m["metadata"]["labels"], capi.CLUSTER_NAME_LABEL: "ocp"}
+    assert cm["metadata"]["labels"] == {**m["metadata"]["labels"], capi.CLUSTER_NAME_LABEL: "ocp",
+                                        **set_labels("ocp-demo-x7k2p-worker")}
     assert om["spec"]["providerID"] == f"ovirt://{VM_ID}"
     assert om["metadata"]["annotations"][ADOPT_VM_ANNOTATION] == VM_ID
     assert om["metadata"]["annotations"][CONVERTED_FROM_ANNOTATION] == f"Machine.machine.openshift.io " \
@@ -283,7 +310,7 @@ def test_every_field_without_a_cluster_api_equivalent_is_refused_by_its_path():
 
 
 def test_every_field_without_a_machine_api_equivalent_is_refused_by_its_path():
-    md, template = machineset_to_capi(installer_machineset(), TO_CAPI)
+    md, template, _ = machineset_to_capi(installer_machineset(), TO_CAPI)
     md["spec"]["rollout"] = {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}
     md["spec"]["remediation"] = {"maxInFlight": 1}
     md["spec"]["template"]["spec"]["version"] = "v1.35.0"

@@ -45,7 +45,7 @@ def test_the_installers_files_convert_to_cluster_api_with_the_secrets_both_sides
     code, objects, err = run(["to-capi", "--cluster", "ocp", *INSTALLER_FILES])
     assert (code, err) == (0, "")
     kinds = by_kind(objects)
-    assert sorted(kinds) == ["MachineDeployment", "OvirtCluster", "OvirtMachineTemplate", "Secret"]
+    assert sorted(kinds) == ["MachineDeployment", "MachineSet", "OvirtCluster", "OvirtMachineTemplate", "Secret"]
     (oc,) = kinds["OvirtCluster"]
     assert oc["spec"] == {"identityRef": {"name": "ovirt-credentials"},
                           "clusterId": "5f4c6a1e-8d3b-4f2a-9c7e-1b2d3e4f5a6b"}
@@ -112,7 +112,7 @@ def test_the_command_runs_as_a_module():
                            INSTALLER_FILES[0]], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert done.returncode == 0, done.stderr
     assert [d["kind"] for d in yaml.safe_load_all(done.stdout)] == ["MachineDeployment", "OvirtMachineTemplate",
-                                                                   "OvirtCluster"]
+                                                                   "MachineSet", "OvirtCluster"]
 
 
 # --- the Secrets ------------------------------------------------------------------------------------------------

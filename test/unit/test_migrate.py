@@ -142,7 +142,8 @@ def test_the_template_name_follows_the_vm_settings_only():
 
 
 def test_a_target_namespace_and_unpaused_objects_when_asked():
-    md, template, _ = machineset_to_capi(installer_machineset(), ToClusterAPI("ocp", namespace="clusters", paused=False))
+    to = ToClusterAPI("ocp", namespace="clusters", paused=False)
+    md, template, _ = machineset_to_capi(installer_machineset(), to)
     assert md["metadata"]["namespace"] == template["metadata"]["namespace"] == "clusters"
     assert capi.PAUSED_ANNOTATION not in md["metadata"]["annotations"]
 

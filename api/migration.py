@@ -74,7 +74,14 @@ _ON_INITIALIZATION = "OnInitialization"
 _ON_DELETE = "OnDelete"
 # Metadata the API server sets: it describes the source object, not a setting of the one to create.
 _SERVER_SET = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
-_MACHINE_API_FINALIZERS = {keys.MACHINE_FINALIZER}
+# The finalizers of each API's own controllers on the objects converted (clusterv1 machine_types.go,
+# machinedeployment_types.go): the target side's controllers put their own.
+_OWN_FINALIZERS = {keys.GROUP: {keys.MACHINE_FINALIZER},
+                   capi.GROUP: {"machine.cluster.x-k8s.io", "cluster.x-k8s.io/machinedeployment"}}
+# Owners an API's controllers set, replaced on the other side by adoption (labels) or by its own Cluster.
+_OWN_OWNER_KINDS = {keys.GROUP: ("MachineSet",), capi.GROUP: ("MachineSet", MACHINE_DEPLOYMENT_KIND, "Cluster")}
+# Cluster API's bookkeeping of a MachineDeployment's rollouts (clusterv1 machinedeployment_types.go).
+_CAPI_ROLLOUT_ANNOTATIONS = "machinedeployment.clusters.x-k8s.io/"
 _VM_KEYS = tuple(f.metadata["key"] for f in fields(VMSpec))
 NO_CAPI = "has no Cluster API equivalent"
 NO_MAPI = "has no Machine API equivalent"
@@ -207,14 +214,15 @@ def _metadata(f: _Fields, source_group: str) -> _Meta:
         m.error("deletionTimestamp", "Forbidden: the object is being deleted")
     m.take("deletionGracePeriodSeconds")
     finalizers = m.take("finalizers", [])
-    others = [x for x in finalizers if x not in _MACHINE_API_FINALIZERS] if isinstance(finalizers, list) else []
+    own = _OWN_FINALIZERS[source_group]
+    others = [x for x in finalizers if x not in own] if isinstance(finalizers, list) else []
     if others:
         m.error("finalizers", f"Forbidden: {others}: another controller's finalizers move with no conversion")
     owners = m.take("ownerReferences", [])
     for i, ref in enumerate(owners if isinstance(owners, list) else []):
         # Owned by a set of the source API: the target side's set takes its Machines by their labels instead.
         if not (isinstance(ref, Mapping) and str(ref.get("apiVersion", "")).startswith(f"{source_group}/")
-                and ref.get("kind") in ("MachineSet", MACHINE_DEPLOYMENT_KIND)):
+                and ref.get("kind") in _OWN_OWNER_KINDS[source_group]):
             m.error(f"ownerReferences[{i}]", "Forbidden: only an owner set of the same API is replaced on conversion")
     if m.take("generateName") and not name:
         m.error("generateName", "Forbidden: a converted object needs its name")
@@ -524,8 +532,8 @@ def machineset_to_capi(ms: Mapping[str, Any],
 
 def _mapi_meta(meta: _Meta, to: ToMachineAPI, strip: Mapping[str, str]) -> dict[str, Any]:
     labels = {k: v for k, v in meta.labels.items() if strip.get(k) != v}
-    annotations = {k: v for k, v in meta.annotations.items()
-                   if k not in MIGRATION_ANNOTATIONS and k != capi.PAUSED_ANNOTATION}
+    annotations = {k: v for k, v in meta.annotations.items() if k not in MIGRATION_ANNOTATIONS
+                   and k != capi.PAUSED_ANNOTATION and not k.startswith(_CAPI_ROLLOUT_ANNOTATIONS)}
     out: dict[str, Any] = {"name": meta.name, "namespace": to.namespace or meta.namespace}
     if labels:
         out["labels"] = labels

@@ -186,10 +186,14 @@ def test_the_machinedeployment_as_cluster_apis_webhook_stored_it_converts_back()
     md, template, _ = machineset_to_capi(ms, TO_CAPI)
     for labels in (md["spec"]["selector"]["matchLabels"], md["spec"]["template"]["metadata"]["labels"]):
         labels[capi.CLUSTER_NAME_LABEL] = "ocp"
-    md["metadata"].update(uid="9", resourceVersion="3", generation=2, managedFields=[{"manager": "kubectl"}])
+    md["metadata"].update(uid="9", resourceVersion="3", generation=2, managedFields=[{"manager": "kubectl"}],
+                          finalizers=["cluster.x-k8s.io/machinedeployment"], ownerReferences=[
+                              {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "name": "ocp", "uid": "1"}])
+    md["metadata"]["annotations"]["machinedeployment.clusters.x-k8s.io/revision"] = "1"
     md["status"] = {"replicas": 1, "phase": "Running"}
     template["status"] = {"capacity": {"cpu": "4"}}
     back = machinedeployment_to_mapi(md, template, BACK)
+    assert back["metadata"] == ms["metadata"]
     assert back["spec"]["selector"] == ms["spec"]["selector"]
     assert back["spec"]["template"]["metadata"] == ms["spec"]["template"]["metadata"]
 
@@ -243,6 +247,22 @@ def test_the_installers_machine_round_trip_gives_back_the_same_spec():
     m = installer_machine()
     back = machine_to_mapi(*machine_to_capi(m, TO_CAPI), BACK)
     assert back["metadata"] == {k: m["metadata"][k] for k in ("name", "namespace", "labels", "annotations")}
+    _same_spec(m, back, ())
+
+
+def test_a_machine_as_cluster_api_keeps_it_converts_back():
+    """What Cluster API's controllers add to a Machine they run (their finalizer, the MachineSet's ownership, the
+    set labels, the status) is theirs, not a setting: left behind."""
+    m = installer_machine()
+    cm, om = machine_to_capi(m, TO_CAPI)
+    cm["metadata"].update(uid="c1", resourceVersion="5", finalizers=["machine.cluster.x-k8s.io"], ownerReferences=[
+        {"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "MachineSet", "name": "ocp-demo-x7k2p-worker",
+         "uid": "s1", "controller": True}])
+    cm["status"] = {"phase": "Running", "nodeRef": {"name": "n"}}
+    om["metadata"]["finalizers"] = ["ovirtmachine.infrastructure.cluster.x-k8s.io"]
+    om["status"] = {"instanceId": VM_ID, "initialization": {"provisioned": True}}
+    back = machine_to_mapi(cm, om, BACK)
+    assert back["metadata"]["labels"] == m["metadata"]["labels"]
     _same_spec(m, back, ())
 
 

@@ -1,21 +1,25 @@
-"""Benchmark of the Machine controller: N Machines created at once against the simulator.
+"""Benchmark of the Machine controller: N Machines created at once against the simulator, through OpenShift's Machine
+API, upstream Cluster API, or both (`--api`).
 
-    .venv/bin/python -m hack.bench.machines [--n 10,100] [--machineset 100] [--steady 60] [--profile fast]
-                                            [--heartbeat 60] [--floor-runs 2] [--plot DIR] [--py-spy DIR]
+    .venv/bin/python -m hack.bench.machines [--api mapi|capi|both] [--n 10,100] [--machineset 100] [--steady 60]
+                                            [--profile fast] [--heartbeat 60] [--floor-runs 2] [--plot DIR]
+                                            [--py-spy DIR]
 
-For each N it reports: the time until all N Machines are Running, divided by the floor for N (the same N VMs created
-and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run, the fastest of
-`--floor-runs` runs: hack/bench/floor.py); the oVirt requests per Machine (the simulator's own counters) by
-endpoint; the controller process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its
+For each front end and N it reports: the time until all N Machines are Running, divided by the floor for N (the same
+N VMs created and booted by a bare-SDK script with the best concurrency, on the same simulator in the same run, the
+fastest of `--floor-runs` runs: hack/bench/floor.py); the oVirt requests per Machine (the simulator's own counters)
+by endpoint; the controller process's CPU time and peak resident memory (VmHWM, with N Machines and N Nodes in its
 caches; the controller runs with the product's dependencies only, as the image has them:
 hack/bench/product_venv.py); how busy the machine was and each process's share of its cores (API server, etcd,
 simulator, controller compete for two cores: hack/bench/procstat.py); the controller's Kubernetes API requests per
 Machine by method, reads included (its own `rest_client_requests_total`); the Kubernetes API writes per Machine by
 verb, resource and answer code, events included (the API server's audit log, hack/bench/audit.py). Then it deletes the
-Machines and reports the same for deletion. `--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples
-the controller and the simulator during each creation and deletion (hack/bench/pyspy.py); both need
-`make bench-deps`. The MachineSet variant scales a set 0 -> N -> 0 with `kubectl scale` and counts the oVirt
-requests per minute of the steady state with N Running Machines.
+Machines and reports the same for deletion. How each front end creates and deletes its Machines, and what runs
+beside the controller for Cluster API, is in hack/bench/front_ends.py; `--api both` prints the two side by side
+(hack/bench/side_by_side.py). `--plot DIR` draws each run (hack/bench/plot.py), `--py-spy DIR` samples the
+controller and the simulator during each creation and deletion (hack/bench/pyspy.py); both need
+`make bench-deps`. The MachineSet variant (Machine API only) scales a set 0 -> N -> 0 with `kubectl scale` and counts
+the oVirt requests per minute of the steady state with N Running Machines.
 `--heartbeat` sets how often the simulated kubelets post their Node status: a real kubelet posts it every 10 s
 only when it changed and every 5 min otherwise, so at N=1000 the profile's 1 s would make the simulator's guests,
 not the controller, the bottleneck.
@@ -26,13 +30,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
@@ -43,35 +45,26 @@ from prometheus_client.parser import text_string_to_metric_families
 from hack import ovirt_install
 from hack.bench.audit import AuditLog
 from hack.bench.floor import Floor, boot_floor
+from hack.bench.front_ends import INFRA_ID, NS, ClusterApi, FrontEnd, Kubectl, MachineApi
+from hack.bench.options import MAPI, TITLES, parse
 from hack.bench.plot import Run, Sample, draw
 from hack.bench.procstat import CpuShares, cpu_seconds, status_mib
 from hack.bench.product_venv import product_python
 from hack.bench.pyspy import PySpy, summary
+from hack.bench.side_by_side import table
 from hack.controller_process import ControllerProcess
-from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
 from hack.ovirtsim.testing import running_simulator
 from machine_controller.app import COMPONENT
 from machine_controller.controllers.resources import MACHINES, NODES
 from machine_controller.runtime.informer import Informer, compact
-from machine_controller.runtime.kube import Rest, load_api_client
+from machine_controller.runtime.kube import Resource, load_api_client
 from machine_controller.runtime.logging import configure_logging
 
-NS = "openshift-machine-api"
-INFRA_ID = "bench-x7k2p"
 SETTLE_S = 40.0
 # The controller's malloc settings, as the image runs it (Dockerfile's ENV).
 IMAGE_MALLOC = {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}
-
-
-class Kubectl:
-    def __init__(self, kubeconfig: Path):
-        self.kubeconfig = kubeconfig
-        self.base = [str(Binaries().path("kubectl")), f"--kubeconfig={kubeconfig}"]
-
-    def __call__(self, *args: str, stdin: str | None = None) -> str:
-        return subprocess.run([*self.base, *args], check=True, capture_output=True, text=True, input=stdin).stdout
 
 
 class PhaseWatch:
@@ -80,8 +73,8 @@ class PhaseWatch:
     measured; `kubectl get --watch` ended without a word when the API server closed its watch as too slow, and
     the informer resumes a closed watch."""
 
-    def __init__(self, kubeconfig: Path):
-        self._informer = Informer(load_api_client(str(kubeconfig)), MACHINES, namespace=NS,
+    def __init__(self, kubeconfig: Path, resource: Resource, namespace: str):
+        self._informer = Informer(load_api_client(str(kubeconfig)), resource, namespace=namespace,
                                   transform=compact)
         self._informer.start()
         if not self._informer.wait_for_sync(60):
@@ -156,47 +149,27 @@ class Sampler:
         self._thread.join()
 
 
-def machine(inst: ovirt_install.Installation, name: str) -> dict:
-    # Small VMs, so a thousand fit on the simulator's hosts; thin disks (qcow2 overlays on the template's), so a
-    # thousand fit on its storage: 1000 clones of the 2.5 GiB RHCOS image would need 2.5 TB, its domain has 1 TiB.
-    return ovirt_install.machine_for(inst, NS, name, cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096,
-                                     clone=False, affinity_groups_names=[f"{INFRA_ID}-compute"])
-
-
-def create_all(machines: list[dict], kubeconfig: Path, concurrency: int = 16) -> None:
-    """Create the Machines at once: `kubectl apply` of a thousand objects asks for each in turn (a GET, then a
-    create) and takes minutes, so the controller would see them trickle in."""
-    rest = Rest(load_api_client(str(kubeconfig)))
-    with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(lambda m: rest.create(MACHINES, m, NS), machines))
-
-
-def delete_all(names: list[str], kubeconfig: Path, concurrency: int = 16) -> None:
-    """Delete the Machines at once: `kubectl delete --all` sends its DELETEs one after another, which took minutes
-    of a loaded machine at N=1000 before the controller saw the last of them."""
-    rest = Rest(load_api_client(str(kubeconfig)))
-    with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(lambda name: rest.delete(MACHINES, name, NS), names))
-
-
-def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: Floor, audit: AuditLog,
+def run_one(n: int, front: FrontEnd, kubeconfig: Path, sim, ctl: ControllerProcess, floor: Floor, audit: AuditLog,
             plot_dir: Path | None, spy_dir: Path | None, plane_pids: dict[str, int]) -> dict:
     pid = ctl.proc.pid
-    # Whose CPU each phase used: on two cores the API server, the simulator and the controller compete.
-    pids = {"controller": pid, "simulator": sim.process.pid, **plane_pids}
+    # Whose CPU each phase used: on two cores the API server, the simulator and the controller compete (and, for
+    # Cluster API, its core manager).
+    others = front.pids()
+    pids = {"controller": pid, "simulator": sim.process.pid, **others, **plane_pids}
     sim.control.reset_counts()
-    names = [f"bench-{n}-{i:03d}" for i in range(n)]
-    watch = PhaseWatch(kubectl.kubeconfig)
+    watch = PhaseWatch(kubeconfig, front.resource, front.namespace)
+    tag = f"{n}" if front.key == MAPI else f"{front.key}-{n}"  # the Machine API's files keep their names
     run = Run(n, floor)
     load0 = os.getloadavg()[0]
     with Sampler(run, watch, pid) as sampler:
         mark = audit.mark()
-        spies = _spies(spy_dir, n, "create", {"controller": pid, "simulator": sim.process.pid})
+        spies = _spies(spy_dir, tag, "create", {"controller": pid, "simulator": sim.process.pid})
         totals0 = _controller_totals(ctl)
         t0 = time.monotonic()
         create_shares = CpuShares(pids)
-        create_all([machine(inst, m) for m in names], kubectl.kubeconfig)
-        watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases), f"N={n} create")
+        front.create(n)
+        watch.wait(lambda phases: len(phases) == n and all(p == "Running" for p in phases),
+                   f"{TITLES[front.key]} N={n} create")
         create_s = time.monotonic() - t0
         create_cpu = create_shares.stop()
         totals1 = _controller_totals(ctl)
@@ -205,15 +178,16 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
         create_requests = sum(create_counts.values())
         load1 = os.getloadavg()[0]
         create_writes = audit.writes_since(mark, COMPONENT)
+        create_other_writes = {who: audit.writes_since(mark, agent, settle_s=0) for who, agent in front.others.items()}
 
         sim.control.reset_counts()
         mark = audit.mark()
         run.delete_at = time.monotonic() - sampler.t0
         t1 = time.monotonic()
         delete_shares = CpuShares(pids)
-        spies = _spies(spy_dir, n, "delete", {"controller": pid, "simulator": sim.process.pid})
-        delete_all(names, kubectl.kubeconfig)
-        watch.wait(lambda phases: not phases, f"N={n} delete")
+        spies = _spies(spy_dir, tag, "delete", {"controller": pid, "simulator": sim.process.pid})
+        front.delete(n)
+        watch.wait(lambda phases: not phases, f"{TITLES[front.key]} N={n} delete")
         delete_s = time.monotonic() - t1
         spies.close()
         delete_cpu = delete_shares.stop()
@@ -223,12 +197,14 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
     delete_counts = sim.control.counts()
     delete_requests = sum(delete_counts.values())
     delete_writes = audit.writes_since(mark, COMPONENT)
+    delete_other_writes = {who: audit.writes_since(mark, agent, settle_s=0) for who, agent in front.others.items()}
     cpu_s, delete_cpu_s = create_cpu.cpu_seconds("controller"), delete_cpu.cpu_seconds("controller")
     if plot_dir:
-        draw(run, plot_dir / f"bench-{n}.png", f"N={n}: all Running {create_s:.1f} s (floor {floor.seconds:.1f} s), "
-             f"controller CPU {1000 * cpu_s / n:.0f} ms per Machine, "
+        draw(run, plot_dir / f"bench-{tag}.png", f"{TITLES[front.key]}, N={n}: all Running {create_s:.1f} s "
+             f"(floor {floor.seconds:.1f} s), controller CPU {1000 * cpu_s / n:.0f} ms per Machine, "
              f"{sum(create_writes.values()) / n:.1f} API writes per Machine; deleted in {delete_s:.1f} s")
-    return {"n": n, "create_s": create_s, "floor_s": floor.seconds, "ratio": create_s / floor.seconds,
+    return {"api": front.key, "n": n, "create_s": create_s, "floor_s": floor.seconds,
+            "ratio": create_s / floor.seconds,
             "create_req_per_machine": create_requests / n,
             "delete_s": delete_s, "delete_req_per_machine": delete_requests / n,
             "cpu_s": cpu_s, "cpu_ms_per_machine": 1000 * cpu_s / n,
@@ -243,15 +219,26 @@ def run_one(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, floor: 
             "delete_passes": _per_machine(_of(totals2 - totals1, "passes"), n),
             "create_waits": _mean_waits(totals1 - totals0), "delete_waits": _mean_waits(totals2 - totals1),
             "create_lists": _lists(totals1 - totals0), "delete_lists": _lists(totals2 - totals1),
-            "profiles": {(phase, who): summary(spy_dir / f"profile-{n}-{phase}-{who}.txt")
+            "others": {who: _other_costs(create_cpu.cpu_seconds(who) if who in create_cpu.by_name else 0.0,
+                                         delete_cpu.cpu_seconds(who) if who in delete_cpu.by_name else 0.0,
+                                         create_other_writes[who], delete_other_writes[who], n)
+                       for who in others},
+            "profiles": {(phase, who): summary(spy_dir / f"profile-{tag}-{phase}-{who}.txt")
                          for phase in ("create", "delete") for who in ("controller", "simulator")} if spy_dir else {}}
 
 
-def _spies(spy_dir: Path | None, n: int, phase: str, pids: dict[str, int]) -> ExitStack:
+def _other_costs(create_cpu_s: float, delete_cpu_s: float, create_writes: Counter[str], delete_writes: Counter[str],
+                 n: int) -> dict[str, float]:
+    """What a process beside the controller (Cluster API's core manager) spent per Machine: CPU ms and API writes."""
+    return {"create_cpu_ms": 1000 * create_cpu_s / n, "delete_cpu_ms": 1000 * delete_cpu_s / n,
+            "create_writes": sum(create_writes.values()) / n, "delete_writes": sum(delete_writes.values()) / n}
+
+
+def _spies(spy_dir: Path | None, tag: str, phase: str, pids: dict[str, int]) -> ExitStack:
     """py-spy on each process of `pids` for a phase, raw stacks into `spy_dir`; closing the stack writes them."""
     stack = ExitStack()
     for who, pid in pids.items() if spy_dir else ():
-        stack.enter_context(PySpy(pid, spy_dir / f"profile-{n}-{phase}-{who}.txt"))
+        stack.enter_context(PySpy(pid, spy_dir / f"profile-{tag}-{phase}-{who}.txt"))
     return stack
 
 
@@ -313,7 +300,7 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
     value.update(cpu={"sockets": 1, "cores": 2, "threads": 1}, memory_mb=4096, clone=False,
                  affinity_groups_names=[f"{INFRA_ID}-compute"])
     kubectl("apply", "-f", "-", stdin=yaml.safe_dump(ms))
-    watch = PhaseWatch(kubectl.kubeconfig)
+    watch = PhaseWatch(kubectl.kubeconfig, MACHINES, NS)
     sim.control.reset_counts()
     t0 = time.monotonic()
     kubectl("-n", NS, "scale", "machineset", ms["metadata"]["name"], f"--replicas={n}")
@@ -343,37 +330,10 @@ def run_machineset(n: int, kubectl: Kubectl, sim, inst, ctl: ControllerProcess, 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", default="10,100", help="comma-separated Machine counts")
-    parser.add_argument("--profile", default="fast", choices=["fast", "realtime"])
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--machineset", type=int, default=100,
-                        help="also scale a MachineSet 0 -> N -> 0 (0: skip)")
-    parser.add_argument("--steady", type=float, default=60.0, help="seconds of steady state measured")
-    parser.add_argument("--resync", type=float, default=600.0, help="controller --resync-period")
-    parser.add_argument("--heartbeat", type=float, default=None,
-                        help="seconds between the simulated kubelets' Node status posts (default: the profile's)")
-    parser.add_argument("--ovirt-connections", type=int, default=None,
-                        help="the controller's --ovirt-connections (default: the controller's own)")
-    parser.add_argument("--sim-state-file", action="store_true",
-                        help="let the simulator write its state file as tests do (a snapshot of its whole store every "
-                             "half second while it changes); by default it keeps its state in memory: an engine's "
-                             "database is not on the benchmark's cores, and the benchmark never restarts it")
-    parser.add_argument("--dev-venv", action="store_true",
-                        help="run the controller with the development virtualenv instead of the product's "
-                             "dependencies only (hack/bench/product_venv.py)")
-    parser.add_argument("--floor-workers", type=int, default=16, help="connections of the bare-SDK floor script")
-    parser.add_argument("--floor-runs", type=int, default=2,
-                        help="runs of the floor for each N, the fastest taken (default 2)")
-    parser.add_argument("--plot", type=Path, default=None, help="write a PNG per N into this directory")
-    parser.add_argument("--py-spy", type=Path, default=None, dest="spy",
-                        help="profile the controller and the simulator during each creation and deletion with "
-                             "py-spy, raw stacks into this directory")
-    args = parser.parse_args()
-    if args.floor_runs < 1:
-        parser.error(f"--floor-runs must be at least 1, not {args.floor_runs}")
+    args = parse(description=__doc__.splitlines()[0])
     configure_logging("warning", sys.stderr)  # the phase informer's own log lines are not figures
-    counts = [int(x) for x in args.n.split(",")]
+    counts = list(args.n)
+    machineset = args.machineset if MAPI in args.api else 0  # a MachineSet is the Machine API's
     timings = {"node_heartbeat": args.heartbeat, "node_unknown_after": 2 * args.heartbeat} if args.heartbeat else {}
     work = Path(tempfile.mkdtemp(prefix="omc-bench-"))
     # A kubelet renews its Lease every 10 s and the node lifecycle controller marks a Node unreachable (a taint
@@ -383,6 +343,8 @@ def main() -> int:
     audit = AuditLog(work / "audit")
     if args.spy:
         args.spy.mkdir(parents=True, exist_ok=True)
+    rows: dict[str, list[dict]] = {}
+    ms_row = None
     with LocalControlPlane(work / "plane", controller_manager_args=kcm_args,
                            apiserver_args=audit.apiserver_args()) as plane:
         kubectl = Kubectl(plane.kubeconfig())
@@ -392,7 +354,7 @@ def main() -> int:
         with running_simulator(work / "ovirt", kubeconfig=plane.kubeconfig(), profile=args.profile,
                                timings=timings, persist=args.sim_state_file) as sim:
             # Room for every VM: the seeded hosts hold a few dozen.
-            for i in range(max(counts + [args.machineset]) // 8 + 1):
+            for i in range(max(counts + [machineset]) // 8 + 1):
                 sim.control.add_host(f"bench-host-{i}", sockets=4, cores=16, threads=2, memory=1024 ** 4)
             conn = sim.connection()
             try:
@@ -402,35 +364,30 @@ def main() -> int:
             kubectl("apply", "-f", "-", stdin=yaml.safe_dump(ovirt_install.credentials_secret(
                 sim.url, sim.username, sim.password, ca_pem=Path(sim.ca_file).read_text())))
             kubectl("apply", "-f", str(ovirt_install.REPO / "config" / "samples" / "worker-user-data.yaml"))
-            # The floors run first, before the controller exists, and leave no VM and no Node behind.
-            # Each floor is the fastest of --floor-runs: single runs of it spread widely on a shared machine, and
-            # the ratio with them (docs/benchmarks.md#what-hackbenchmachines-measures).
-            floors: dict[int, Floor] = {}
-            floor_runs: dict[int, list[float]] = {}
-            nodes = NodeWatch(plane.kubeconfig())
-            for n in sorted(set(counts + ([args.machineset] if args.machineset else []))):
-                for r in range(args.floor_runs):
-                    floor = boot_floor(sim, inst, n, prefix=f"floor-{n}-{r}", workers=args.floor_workers,
-                                       node_names=nodes.names)
-                    kubectl("delete", "nodes", "-l", "node.openshift.io/os_id=rhcos", "--wait=false")
-                    floor_runs.setdefault(n, []).append(floor.seconds)
-                    if n not in floors or floor.seconds < floors[n].seconds:
-                        floors[n] = floor
-            nodes.close()
-            ctl = ControllerProcess(plane.kubeconfig(), work / "controller.log",
-                                    extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}",
-                                                *([f"--ovirt-connections={args.ovirt_connections}"]
-                                                  if args.ovirt_connections else [])),
-                                    env=IMAGE_MALLOC, python=sys.executable if args.dev_venv
-                                    else str(product_python())).start()
-            try:
-                ctl.wait_ready()
-                rows = [run_one(n, kubectl, sim, inst, ctl, floors[n], audit, args.plot, args.spy, plane.state.pids)
-                        for n in counts]
-                ms_row = run_machineset(args.machineset, kubectl, sim, inst, ctl, floors[args.machineset],
-                                        args.steady) if args.machineset else None
-            finally:
-                ctl.stop()
+            floors, floor_runs = _floors(sim, inst, plane.kubeconfig(), kubectl,
+                                         sorted(set(counts + ([machineset] if machineset else []))), args)
+            for api in args.api:
+                front: FrontEnd = MachineApi(plane.kubeconfig(), inst) if api == MAPI \
+                    else ClusterApi(kubectl, sim, inst, work / api)
+                ctl = ControllerProcess(plane.kubeconfig(), work / f"controller-{api}.log", namespace=front.namespace,
+                                        extra_args=(f"--workers={args.workers}", f"--resync-period={args.resync}",
+                                                    *([f"--ovirt-connections={args.ovirt_connections}"]
+                                                      if args.ovirt_connections else []), *front.controller_args),
+                                        env=IMAGE_MALLOC, python=sys.executable if args.dev_venv
+                                        else str(product_python()))
+                try:
+                    front.before_controller()
+                    ctl.start()
+                    ctl.wait_ready()
+                    front.after_controller()
+                    rows[api] = [run_one(n, front, plane.kubeconfig(), sim, ctl, floors[n], audit, args.plot,
+                                         args.spy, plane.state.pids) for n in counts]
+                    if api == MAPI and machineset:
+                        ms_row = run_machineset(machineset, kubectl, sim, inst, ctl, floors[machineset],
+                                                args.steady)
+                finally:
+                    ctl.stop()
+                    front.close()
     heartbeat = timings.get("node_heartbeat") or "the profile's"
     print(f"\nsimulator profile {args.profile!r}, "
           f"{'its state file written' if args.sim_state_file else 'its state in memory only'}, "
@@ -439,7 +396,45 @@ def main() -> int:
           f"{'the development virtualenv' if args.dev_venv else 'the product dependencies only'}; floor: the same "
           f"N VMs created and booted by the bare SDK with {args.floor_workers} connections, the fastest of "
           f"{args.floor_runs} runs (" + "; ".join(f"N={n}: " + ", ".join(f"{s:.1f}" for s in runs) + " s"
-                                       for n, runs in floor_runs.items()) + ")\n")
+                                       for n, runs in floor_runs.items()) + ")")
+    for api, api_rows in rows.items():
+        _print_rows(api, api_rows)
+    if len(rows) > 1:
+        print("\nThe two front ends on the same floor (Cluster API's figure as a multiple of the Machine API's):")
+        for line in table(rows):
+            print(line)
+    if ms_row:
+        r = ms_row
+        print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.2f}x the floor), "
+              f"{r['req_per_machine']:.1f} oVirt requests per Machine; {r['n']} -> 0: {r['down_s']:.1f} s")
+        print(f"steady state with {r['n']} Running Machines over {args.steady:.0f} s (resync {args.resync:.0f} s): "
+              f"{r['steady_req_per_min']:.1f} oVirt requests/min, controller CPU {r['steady_cpu_pct']:.1f}%")
+        print(f"  most frequent steady-state requests: {r['steady_top'] or 'none'}")
+    return 0
+
+
+def _floors(sim, inst, kubeconfig: Path, kubectl: Kubectl, sizes: list[int],
+            args: argparse.Namespace) -> tuple[dict[int, Floor], dict[int, list[float]]]:
+    """The floor of each N, the fastest of --floor-runs: single runs of it spread widely on a shared machine, and the
+    ratio with them (docs/benchmarks.md#what-hackbenchmachines-measures). They run first, before any controller
+    exists, and leave no VM and no Node behind; every front end is divided by the same floor."""
+    floors: dict[int, Floor] = {}
+    floor_runs: dict[int, list[float]] = {}
+    nodes = NodeWatch(kubeconfig)
+    for n in sizes:
+        for r in range(args.floor_runs):
+            floor = boot_floor(sim, inst, n, prefix=f"floor-{n}-{r}", workers=args.floor_workers,
+                               node_names=nodes.names)
+            kubectl("delete", "nodes", "-l", "node.openshift.io/os_id=rhcos", "--wait=false")
+            floor_runs.setdefault(n, []).append(floor.seconds)
+            if n not in floors or floor.seconds < floors[n].seconds:
+                floors[n] = floor
+    nodes.close()
+    return floors, floor_runs
+
+
+def _print_rows(api: str, rows: list[dict]) -> None:
+    print(f"\n{TITLES[api]}:")
     print(f"{'N':>5} {'all Running':>12} {'floor':>7} {'/ floor':>8} {'req/machine':>12} {'writes/m':>9} "
           f"{'delete':>8} {'del req/m':>10} {'del wr/m':>9} {'CPU s':>7} {'CPU ms/m':>9} {'del ms/m':>9} "
           f"{'peak RSS':>9} {'load 1m':>15}")
@@ -465,16 +460,12 @@ def main() -> int:
                   f"{parts}")
             parts = ", ".join(f"{k} {v:.2f}" for k, v in r[f"{what}_writes"].items())
             print(f"  N={r['n']} {what} Kubernetes API writes per Machine (verb resource code): {parts}")
+        for who, cost in r["others"].items():
+            print(f"  N={r['n']} {who}: CPU {cost['create_cpu_ms']:.1f} ms per created Machine, "
+                  f"{cost['delete_cpu_ms']:.1f} per deleted; Kubernetes API writes {cost['create_writes']:.2f} per "
+                  f"created Machine, {cost['delete_writes']:.2f} per deleted")
         for (phase, who), profile in r["profiles"].items():
             print(f"  N={r['n']} {phase}, py-spy profile of the {who}:\n" + profile)
-    if ms_row:
-        r = ms_row
-        print(f"\nMachineSet 0 -> {r['n']}: {r['up_s']:.1f} s ({r['ratio']:.2f}x the floor), "
-              f"{r['req_per_machine']:.1f} oVirt requests per Machine; {r['n']} -> 0: {r['down_s']:.1f} s")
-        print(f"steady state with {r['n']} Running Machines over {args.steady:.0f} s (resync {args.resync:.0f} s): "
-              f"{r['steady_req_per_min']:.1f} oVirt requests/min, controller CPU {r['steady_cpu_pct']:.1f}%")
-        print(f"  most frequent steady-state requests: {r['steady_top'] or 'none'}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -62,3 +62,11 @@ def test_the_group_ships_standalone_and_not_beside_the_machine_api_operator():
     assert "remediation-capi" in yaml.safe_load((RBAC / "kustomization.yaml").read_text())["resources"]
     openshift = yaml.safe_load((RBAC.parent / "openshift" / "kustomization.yaml").read_text())["resources"]
     assert "../rbac/remediation-capi" not in openshift
+
+
+def test_the_remediation_group_reads_a_node_afresh_to_remove_its_taints():
+    """remove_taints reads the Node with a GET (controllers/nodes/storage.py: the cache may not hold the taint just
+    written), so the group that patches Nodes must also get them; without it the taints of a fenced Node stay."""
+    docs = [d for d in yaml.safe_load_all((RBAC / "remediation" / "rbac.yaml").read_text()) if d]
+    (role,) = [d for d in docs if d["kind"] == "ClusterRole"]
+    assert {"get", "patch"} <= _verbs(role, "", "nodes")

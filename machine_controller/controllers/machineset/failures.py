@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from api import keys
-from api.machine import MachineErrorReason, MachinePhase
+from api.machine import MachineAuthority, MachineErrorReason, MachinePhase
 from api.meta import Condition, ConditionSeverity, false_condition, true_condition
 
 FIRST_DELAY_S = 10.0
@@ -47,6 +47,11 @@ def template_hash(machineset: dict[str, Any]) -> str:
     """A short digest of `spec.template`, stamped on each Machine the set creates (like a Deployment's
     pod-template-hash): a Machine's failure is the current template's only when the hashes agree."""
     template = (machineset.get("spec") or {}).get("template") or {}
+    spec = template.get("spec") or {}
+    if spec.get("authoritativeAPI") == MachineAuthority.MACHINE_API:
+        # The CRD's default, which the API server writes into every stored template once the field exists: the
+        # same template as before it (docs/compatibility.md#authoritativeapi), so its Machines' failures still count.
+        template = {**template, "spec": {k: v for k, v in spec.items() if k != "authoritativeAPI"}}
     text = json.dumps(template, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 

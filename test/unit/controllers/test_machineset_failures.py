@@ -153,6 +153,15 @@ def test_the_template_hash_follows_the_template_only():
     assert template_hash(ms) != template_hash(same)
 
 
+def test_the_default_authority_the_api_server_adds_leaves_the_template_hash_as_it_was():
+    ms = copy.deepcopy(SAMPLE)
+    defaulted = copy.deepcopy(ms)
+    defaulted["spec"]["template"]["spec"]["authoritativeAPI"] = "MachineAPI"
+    assert template_hash(ms) == template_hash(defaulted)
+    defaulted["spec"]["template"]["spec"]["authoritativeAPI"] = "ClusterAPI"
+    assert template_hash(ms) != template_hash(defaulted)
+
+
 # --- the reconciler with its guard ------------------------------------------------------------------------------
 
 

@@ -58,9 +58,12 @@ class Shares:
         return self.by_name[name] * self.seconds * (os.cpu_count() or 1)
 
     def line(self) -> str:
+        """The shares, and the rest of the busy time: processes not named (the benchmark's own, or whatever else
+        ran on a shared machine, which makes the phase's figures slower than the machine alone would)."""
         cores = os.cpu_count() or 1
         parts = ", ".join(f"{name} {100 * share:.0f} %" for name, share in self.by_name.items())
-        return f"machine {100 * self.busy:.0f} % busy of {cores} cores: {parts}"
+        rest = max(0.0, self.busy - sum(self.by_name.values()))
+        return f"machine {100 * self.busy:.0f} % busy of {cores} cores: {parts}; other processes {100 * rest:.0f} %"
 
 
 class CpuShares:

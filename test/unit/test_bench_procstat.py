@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from hack.bench.procstat import CpuShares, cpu_seconds, status_mib
+from hack.bench.procstat import CpuShares, Shares, cpu_seconds, status_mib
 
 # Spins for 0.3 s of its own CPU between "go" and "done", however loaded the machine is (tests run beside it).
 SPIN = """import sys, time
@@ -62,3 +62,10 @@ def _self() -> int:
 
     return os.getpid()
 
+
+
+def test_the_line_tells_the_share_of_processes_not_named():
+    # On a shared machine the busy time the benchmark's processes did not use is what slowed its phase.
+    line = Shares(seconds=1.0, busy=0.9, by_name={"kube-apiserver": 0.3, "controller": 0.2}).line()
+    assert line.endswith("kube-apiserver 30 %, controller 20 %; other processes 40 %")
+    assert Shares(seconds=1.0, busy=0.1, by_name={"controller": 0.2}).line().endswith("other processes 0 %")

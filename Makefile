@@ -10,8 +10,9 @@ PYTEST_WORKERS ?= 3
 .PHONY: demo test venv system-deps kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images bench-deps
 .PHONY: crds lint unit clean clusterctl-repo
 
-# The failover scene runs real nodes: they import the images (hack/images, built once and cached).
-demo: venv kube-binaries images
+# The failover scene runs real nodes: they import the images (hack/images, built once and cached); the Cluster API
+# scene runs Cluster API's core manager (hack/controlplane/capi.py, built once and cached).
+demo: venv kube-binaries capi-binaries images
 	$(PY) -m hack.demo
 
 test: lint kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images

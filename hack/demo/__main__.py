@@ -24,6 +24,7 @@ from hack.controller_process import ControllerProcess
 from hack.controlplane.build import Binaries
 from hack.controlplane.cluster import LocalControlPlane
 from hack.crds_established import wait_established
+from hack.demo.capi import capi_scene
 from hack.demo.failover import PLANE_ARGS, SIM_TIMINGS, failover_scene
 from hack.demo.fencing import fencing_scene
 from hack.demo.storage import storage_scene
@@ -51,12 +52,18 @@ class Kubectl:
             print(out.rstrip(), flush=True)
         return out
 
+    def run(self, *args: str, check: bool = True, **run_args) -> subprocess.CompletedProcess[str]:
+        """Unshown, the whole result: what hack/capi's classes take."""
+        return subprocess.run([*self._base, *args], check=check, capture_output=True, text=True, **run_args)
+
     def apply(self, obj: dict, show_as: str) -> None:
         print(f"$ kubectl apply -f {show_as}", flush=True)
         print(self(*("apply", "-f", "-"), show=False, stdin=yaml.safe_dump(obj)).rstrip(), flush=True)
 
     def machines(self) -> list[dict]:
-        return json.loads(self("-n", NAMESPACE, "get", "machines", "-o", "json", show=False))["items"]
+        # In full: once the Cluster API scene installs its core, `machines` means Cluster API's (docs/cluster-api.md).
+        return json.loads(self("-n", NAMESPACE, "get", "machines.machine.openshift.io", "-o", "json",
+                               show=False))["items"]
 
 
 def watch_until(kubectl: Kubectl, done, what: str, timeout: float = 180.0) -> None:
@@ -64,7 +71,7 @@ def watch_until(kubectl: Kubectl, done, what: str, timeout: float = 180.0) -> No
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
-        table = kubectl("-n", NAMESPACE, "get", "machines", "-o", "wide", show=False)
+        table = kubectl("-n", NAMESPACE, "get", "machines.machine.openshift.io", "-o", "wide", show=False)
         if table != last:
             print(f"[{time.strftime('%H:%M:%S')}]\n{table.rstrip()}", flush=True)
             last = table
@@ -164,6 +171,7 @@ def main() -> int:
             fencing_scene(kubectl, sim, NAMESPACE, ms_name, _say)
             storage_scene(kubectl, sim, NAMESPACE, work / "storage", _say)
             failover_scene(kubectl, sim, plane, inst, NAMESPACE, _say)
+            capi_scene(kubectl, sim, plane.kubeconfig("restricted"), inst.cluster_id, work / "capi", _say)
 
             _say("Summary")
             counts = sim.control.counts()
@@ -173,8 +181,9 @@ def main() -> int:
                   "worker power-cycled back by the health check; a 3Gi PVC became an oVirt disk, attached to a "
                   "worker's VM by the FlexVolume driver and removed with its claim; a StatefulSet pod on a CSI disk "
                   "kept its data on real kubelets through a host that stopped answering, a crash fenced by a power "
-                  "cycle and a crash that replaced its Machine.")
-            print(f"Now: {len(kubectl.machines())} Machines Running, {len(vms)} VMs in the engine "
+                  "cycle and a crash that replaced its Machine; upstream Cluster API's MachineDeployment of two "
+                  "workers rolled to a bigger OvirtMachineTemplate one VM at a time.")
+            print(f"Now: {len(kubectl.machines())} Machine API Machines Running, {len(vms)} VMs in the engine "
                   f"({', '.join(sorted(v['name'] for v in vms))}), {len(nodes)} Nodes.")
             print(f"{sum(counts.values())} oVirt API requests in all; the controller ran with only the RBAC of "
                   f"config/rbac (as the machine-api-controllers ServiceAccount), elected leader on its Lease.")

@@ -22,7 +22,10 @@ VERSION = "v1beta2"
 API_VERSION = f"{GROUP}/{VERSION}"
 CLUSTER_KIND = "Cluster"
 MACHINE_KIND = "Machine"
+MACHINE_SET_KIND = "MachineSet"
 
+# Cluster API marks every control-plane Machine with this label (any value).
+CONTROL_PLANE_LABEL = f"{GROUP}/control-plane"
 # Set by Cluster API on every object of a Cluster (Machines, and the infrastructure objects it creates).
 CLUSTER_NAME_LABEL = f"{GROUP}/cluster-name"
 # On any object: its controllers leave it alone (the contract's pausing rule); the Machine API's keys name it too.

@@ -29,10 +29,6 @@ from machine_controller.runtime.kube import Resource
 
 _NODE_NAME_ANNOTATION = "remediation.medik8s.io/node-name"  # NodeHealthCheck names the Node it means
 _MACHINE_API_MASTER_ROLES = ("master", "control-plane")
-# Cluster API marks every control-plane Machine with this label (any value); its MachineSets are the only owners
-# that replace a deleted Machine of a MachineDeployment (docs/cluster-api.md#health-checks-and-remediation).
-CAPI_CONTROL_PLANE_LABEL = f"{capi.GROUP}/control-plane"
-CAPI_MACHINE_SET_KIND = "MachineSet"
 
 
 class FrontEnd(Protocol):
@@ -164,9 +160,9 @@ class ClusterApiMachines:
         meta = machine["metadata"]
         # Cluster API's MachineSet replaces a Machine it controls; a control plane's Machines belong to its provider,
         # which alone knows whether the etcd member may go (docs/cluster-api.md#health-checks-and-remediation).
-        if CAPI_CONTROL_PLANE_LABEL in (meta.get("labels") or {}):
+        if capi.CONTROL_PLANE_LABEL in (meta.get("labels") or {}):
             return "a control-plane machine is never deleted by remediation"
-        if not any(r.get("controller") and r.get("kind") == CAPI_MACHINE_SET_KIND
+        if not any(r.get("controller") and r.get("kind") == capi.MACHINE_SET_KIND
                    and str(r.get("apiVersion", "")).partition("/")[0] == capi.GROUP
                    for r in meta.get("ownerReferences") or []):
             return "the machine is not controlled by a MachineSet to replace it: it is left as it is"

@@ -5,8 +5,9 @@
         | python -m machine_controller.migrate to-capi --cluster ocp > capi.yaml
 
 It talks to no API server: what it reads and what it writes can be looked at before anything is applied. The
-conversion itself is api/migration.py and api/migration_secrets.py; this module only pairs the objects, picks the
-Secrets they name and reports every refusal. Nothing is written when any object is refused.
+conversion itself is the api/migration package (the objects, and the Secrets in api/migration/secrets.py); this
+module only pairs the objects, picks the Secrets they name and reports every refusal. Nothing is written when any
+object is refused.
 """
 
 from __future__ import annotations
@@ -26,17 +27,15 @@ from api.migration import (
     ConversionError,
     ToClusterAPI,
     ToMachineAPI,
+    bootstrap_to_user_data,
+    credentials_to_identity,
+    identity_to_credentials,
     machine_to_capi,
     machine_to_mapi,
     machinedeployment_to_mapi,
     machineset_to_capi,
     ovirt_cluster_for,
     secrets_named,
-)
-from api.migration_secrets import (
-    bootstrap_to_user_data,
-    credentials_to_identity,
-    identity_to_credentials,
     user_data_to_bootstrap,
 )
 

@@ -65,8 +65,8 @@ class OwnerMarks:
         (docs/cluster-api.md#migrating-from-the-machine-api): it bears no mark and no comment at all (a Machine API
         VM's, never another front end object's nor a human's note), it bears the object's name (the Machine API's
         proof that it was that Machine's, and the converted object keeps the Machine's name), and its id is the one
-        the converter recorded on the object (api/migration.py ADOPT_VM_ANNOTATION). Such a VM is marked before
-        anything else is done with it; any other unmarked VM stays another's."""
+        the converter recorded on the object (api/migration/metadata.py ADOPT_VM_ANNOTATION). Such a VM is marked
+        before anything else is done with it; any other unmarked VM stays another's."""
         return (not vm.comment and bool(vm.id) and vm.name == machine.metadata.name
                 and machine.metadata.annotations.get(ADOPT_VM_ANNOTATION) == vm.id)
 

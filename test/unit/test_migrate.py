@@ -1,4 +1,4 @@
-"""The Machine API <-> Cluster API conversion (api/migration.py, docs/cluster-api.md#migrating-from-the-machine-api) on
+"""The Machine API <-> Cluster API conversion (api/migration, docs/cluster-api.md#migrating-from-the-machine-api) on
 the installer's objects (config/samples, hack/ovirt_install.py): both directions, the round trip giving back the same
 spec, every field that cannot be converted refused by its path, and invalid input refused with a clear error."""
 

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from api.migration import ConversionError
-from api.migration_secrets import credentials_to_identity, identity_to_credentials, user_data_to_bootstrap
+from api.migration import ConversionError, credentials_to_identity, identity_to_credentials, user_data_to_bootstrap
 from machine_controller.migrate import main
 from machine_controller.ovirt.credentials import from_secret
 from machine_controller.ovirt.engines import IDENTITY_KEYS

@@ -1,4 +1,4 @@
-"""A Machine API Machine converted to Cluster API (api/migration.py) takes over its VM, against the simulated engine:
+"""A Machine API Machine converted to Cluster API (api/migration) takes over its VM, against the simulated engine:
 the converted OvirtMachine, described to the actuator as its controller describes it (seam_machine), finds the VM by
 the recorded id, marks it as its own before anything else and goes on with it: no second VM, no stop, no start. Only
 an unmarked, uncommented VM of the object's name and of the id the converter recorded is taken; anything else stays

@@ -1,5 +1,6 @@
-"""The two Secrets a migration between the Machine API and Cluster API carries over (api/migration.py,
-docs/cluster-api.md#migrating-from-the-machine-api): the user data, and the engine's credentials.
+"""The two Secrets a migration between the Machine API and Cluster API carries over
+(docs/cluster-api.md#migrating-from-the-machine-api): the user data, and the engine's credentials; and which of them
+the converted objects name.
 
 Both front ends read the same things under other keys: the user data is `userData` for the Machine API and `value`
 with its `format` for Cluster API (api/capi.py); the credentials are `ovirt_url`, `ovirt_username`, ... in the
@@ -15,7 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from api import capi
 from api.field_errors import FieldError
@@ -26,7 +27,7 @@ from api.infrastructure import (
     IDENTITY_URL_KEY,
     IDENTITY_USERNAME_KEY,
 )
-from api.migration import ConversionError
+from api.migration.fields import ConversionError
 
 USER_DATA_KEY = "userData"
 # The Machine API's credentials keys and the identity keys they become (machine_controller/ovirt/credentials.py).
@@ -132,3 +133,18 @@ def identity_to_credentials(secret: Mapping[str, Any], namespace: str = "") -> d
     # The Machine API requires ovirt_insecure; an identity without `insecure` is a verified connection.
     converted["ovirt_insecure"] = converted["ovirt_insecure"] or "false"
     return _secret(secret, {_CA_FILE_KEY: "", **values, **converted}, namespace)
+
+
+def secrets_named(objects: Iterator[Mapping[str, Any]] | list[Mapping[str, Any]]) -> tuple[set[str], set[str]]:
+    """(user data Secrets, credentials Secrets) that converted Machine API objects name."""
+    user_data: set[str] = set()
+    credentials: set[str] = set()
+    for obj in objects:
+        spec = obj.get("spec") or {}
+        machine_spec = (spec.get("template") or {}).get("spec") if obj.get("kind") == "MachineSet" else spec
+        value = ((machine_spec or {}).get("providerSpec") or {}).get("value") or {}
+        for key, names in (("userDataSecret", user_data), ("credentialsSecret", credentials)):
+            name = (value.get(key) or {}).get("name")
+            if name:
+                names.add(name)
+    return user_data, credentials

@@ -160,13 +160,20 @@ def _write_config(root: Path, providers: list[dict[str, str]]) -> None:
     (root / "clusterctl.yaml").write_text(json.dumps({"providers": providers}, indent=2) + "\n")
 
 
-def render_core(root: Path, kubectl: Path) -> dict[str, str]:
-    """Cluster API's core provider of the pinned release in `root`/cluster-api/<release>/, and its providers entry."""
-    from hack.controlplane.capi import CAPI, CAPI_MODULE, CAPI_VERSION
+def capi_module() -> Path:
+    """The pinned sigs.k8s.io/cluster-api module's directory (its config/ trees), the release the bed's manager and
+    clusterctl are built from: the one the bundle's own wrapper module selects."""
+    from hack.controlplane.capi import CAPI, CAPI_MODULE
     from hack.controlplane.go_bundle import _module_dir
 
-    # The module directory the bundle's own wrapper selects: the release the bed's manager and clusterctl are.
-    module = _module_dir(CAPI.ensure().root / "src", CAPI_MODULE)
+    return _module_dir(CAPI.ensure().root / "src", CAPI_MODULE)
+
+
+def render_core(root: Path, kubectl: Path) -> dict[str, str]:
+    """Cluster API's core provider of the pinned release in `root`/cluster-api/<release>/, and its providers entry."""
+    from hack.controlplane.capi import CAPI_VERSION
+
+    module = capi_module()
     folder = root / "cluster-api" / CAPI_VERSION
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "core-components.yaml").write_text(_kustomize(kubectl, module / "core" / "config" / "default"))

@@ -45,6 +45,8 @@ COMPONENTS = "infrastructure-components.yaml"
 METADATA = "metadata.yaml"
 METADATA_API_VERSION = "clusterctl.cluster.x-k8s.io/v1alpha3"
 MANAGER_CONTAINER = "manager"  # the contract's name for the controller's container
+_CORE_DEV_IMAGE = "gcr.io/k8s-staging-cluster-api/cluster-api-controller:main"
+_CORE_RELEASE_IMAGE = "registry.k8s.io/cluster-api/cluster-api-controller"
 # Kinds without a namespace among those config/clusterctl renders (clusterctl keeps its own list of such kinds).
 _CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
                    "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
@@ -176,7 +178,13 @@ def render_core(root: Path, kubectl: Path) -> dict[str, str]:
     module = capi_module()
     folder = root / "cluster-api" / CAPI_VERSION
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "core-components.yaml").write_text(_kustomize(kubectl, module / "core" / "config" / "default"))
+    text = _kustomize(kubectl, module / "core" / "config" / "default")
+    # The module's kustomization names the development image; a release's manifests name the production registry's
+    # image of the release (the module's Makefile: manifest-modification with PROD_REGISTRY and RELEASE_TAG).
+    if _CORE_DEV_IMAGE not in text:
+        raise RepositoryError(f"{CAPI_VERSION}'s core/config/default no longer names {_CORE_DEV_IMAGE}")
+    text = text.replace(_CORE_DEV_IMAGE, f"{_CORE_RELEASE_IMAGE}:{CAPI_VERSION}")
+    (folder / "core-components.yaml").write_text(text)
     (folder / METADATA).write_text((module / METADATA).read_text())
     return {"name": "cluster-api", "type": "CoreProvider", "url": f"file://{folder / 'core-components.yaml'}"}
 

@@ -257,6 +257,8 @@ def _check_capi_manager_aggregates_the_kinds(k: Kubectl, repo: clusterctl_repo.R
     """Cluster API's manager role, as its core components declare it, comes to cover the provider's kinds: the
     cluster's role aggregation controller adds the provider's labelled ClusterRoles to it."""
     core_components = repo.root / "cluster-api" / CAPI_VERSION / "core-components.yaml"
+    # The release's image, as the release's own core-components.yaml names it.
+    assert f"image: registry.k8s.io/cluster-api/cluster-api-controller:{CAPI_VERSION}" in core_components.read_text()
     (role,) = [d for d in yaml.safe_load_all(core_components.read_text())
                if d and d["kind"] == "ClusterRole" and d.get("aggregationRule")]
     k("apply", "-f", "-", stdin=json.dumps(role))

@@ -166,9 +166,9 @@ def capi_module() -> Path:
     """The pinned sigs.k8s.io/cluster-api module's directory (its config/ trees), the release the bed's manager and
     clusterctl are built from: the one the bundle's own wrapper module selects."""
     from hack.controlplane.capi import CAPI, CAPI_MODULE
-    from hack.controlplane.go_bundle import _module_dir
+    from hack.controlplane.go_bundle import module_dir
 
-    return _module_dir(CAPI.ensure().root / "src", CAPI_MODULE)
+    return module_dir(CAPI.ensure().root / "src", CAPI_MODULE)
 
 
 def render_core(root: Path, kubectl: Path) -> dict[str, str]:

@@ -106,7 +106,7 @@ class GoBundle:
         _publish(partial, self.bin_dir)
 
     def _copy(self, file_set: FileSet, work: Path) -> None:
-        module_dir = _module_dir(work, file_set.module)
+        module_dir = module_dir(work, file_set.module)
         partial = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{file_set.folder}.partial-"))
         for f in file_set.files:
             sources = sorted(module_dir.glob(f.source))
@@ -119,7 +119,7 @@ class GoBundle:
         _publish(partial, self.folder(file_set.folder))
 
 
-def _module_dir(work: Path, module: str) -> Path:
+def module_dir(work: Path, module: str) -> Path:
     """The module cache directory of `module` at the version the wrapper selects, downloaded if needed."""
     out = subprocess.run(["go", "mod", "download", "-json", module], cwd=work, env=go_env(), check=True,
                          capture_output=True, text=True).stdout

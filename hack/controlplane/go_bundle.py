@@ -106,10 +106,10 @@ class GoBundle:
         _publish(partial, self.bin_dir)
 
     def _copy(self, file_set: FileSet, work: Path) -> None:
-        module_dir = module_dir(work, file_set.module)
+        source_dir = module_dir(work, file_set.module)
         partial = Path(tempfile.mkdtemp(dir=self.root, prefix=f"{file_set.folder}.partial-"))
         for f in file_set.files:
-            sources = sorted(module_dir.glob(f.source))
+            sources = sorted(source_dir.glob(f.source))
             if not sources:
                 raise RuntimeError(f"{file_set.module} has no {f.source}: the pinned release changed its layout")
             for source in sources:

@@ -22,6 +22,8 @@ CLUSTER_NAME_LABEL = capi.CLUSTER_NAME_LABEL
 DEPLOYMENT_NAME_LABEL = f"{capi.GROUP}/deployment-name"
 # The type Cluster API gives the Secrets it writes for a Cluster (kubeconfig, bootstrap data, certificates).
 CLUSTER_SECRET_TYPE = f"{capi.GROUP}/secret"
+# clusterctl's label for objects `clusterctl move` takes though nothing links them to a Cluster.
+MOVE_LABEL = "clusterctl.cluster.x-k8s.io/move"
 # The bootstrap data every Machine of a MachineDeployment shares, as kubeadm's bootstrap provider would write it for
 # a node image: the kubelet learns its provider ID from the instance id (hack/ovirtsim/cloud_config.py), the form
 # this provider gives OvirtMachine.spec.providerID.
@@ -50,10 +52,13 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def _meta(namespace: str, name: str, cluster: str | None = None) -> dict[str, Any]:
+def _meta(namespace: str, name: str, cluster: str | None = None, moved: bool = False) -> dict[str, Any]:
+    """`moved`: a Secret no owner reference links to its Cluster carries clusterctl's move label, as the
+    templates' do (docs/cluster-api.md#moving-a-cluster-clusterctl-move)."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if cluster:
-        meta["labels"] = {CLUSTER_NAME_LABEL: cluster}
+    labels = {**({CLUSTER_NAME_LABEL: cluster} if cluster else {}), **({MOVE_LABEL: ""} if moved else {})}
+    if labels:
+        meta["labels"] = labels
     return meta
 
 
@@ -64,7 +69,7 @@ def infrastructure_ref(kind: str, name: str) -> dict[str, str]:
 
 def identity_secret(namespace: str, name: str, engine: Engine) -> dict[str, Any]:
     """The Secret an OvirtCluster's `spec.identityRef` names: one engine per OvirtCluster."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(namespace, name),
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": _meta(namespace, name, moved=True),
             "data": {infrastructure.IDENTITY_URL_KEY: _b64(engine.url),
                      infrastructure.IDENTITY_USERNAME_KEY: _b64(engine.username),
                      infrastructure.IDENTITY_PASSWORD_KEY: _b64(engine.password),
@@ -84,7 +89,7 @@ def bootstrap_secret(namespace: str, name: str, cluster: str, value: str = BOOTS
     """Bootstrap data given directly, as a bootstrap provider would write it: the Secret a Machine's
     `spec.bootstrap.dataSecretName` names (keys `value` and `format`)."""
     return {"apiVersion": "v1", "kind": "Secret", "type": CLUSTER_SECRET_TYPE,
-            "metadata": _meta(namespace, name, cluster),
+            "metadata": _meta(namespace, name, cluster, moved=True),
             "data": {capi.BOOTSTRAP_DATA_KEY: _b64(value), capi.BOOTSTRAP_FORMAT_KEY: _b64(str(data_format))}}
 
 

@@ -45,6 +45,7 @@ def test_cluster_and_ovirt_cluster_name_each_other_and_the_identity_secret():
     assert decoded == {infrastructure.IDENTITY_URL_KEY: ENGINE.url,
                        infrastructure.IDENTITY_USERNAME_KEY: ENGINE.username,
                        infrastructure.IDENTITY_PASSWORD_KEY: ENGINE.password, infrastructure.IDENTITY_CA_KEY: "PEM"}
+    assert secret["metadata"]["labels"] == {manifests.MOVE_LABEL: ""}  # `clusterctl move` takes it by the label
 
 
 def test_bootstrap_secret_holds_value_and_format_under_the_contract_keys():
@@ -52,4 +53,5 @@ def test_bootstrap_secret_holds_value_and_format_under_the_contract_keys():
                                         data_format=capi.BootstrapFormat.IGNITION)
     assert {k: base64.b64decode(v).decode() for k, v in secret["data"].items()} == {
         capi.BOOTSTRAP_DATA_KEY: "{}", capi.BOOTSTRAP_FORMAT_KEY: "ignition"}
-    assert secret["metadata"]["labels"] == {capi.CLUSTER_NAME_LABEL: "c1"}
+    # The move label: no owner reference links it to the Cluster, so `clusterctl move` takes it by the label.
+    assert secret["metadata"]["labels"] == {capi.CLUSTER_NAME_LABEL: "c1", manifests.MOVE_LABEL: ""}

@@ -27,8 +27,10 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = CONVERGE_S) -
 
 
 @pytest.fixture
-def controller(cluster, namespace: str, tmp_path):
-    """This project's controller running the template controller only, in the test's namespace."""
+def controller(cluster, namespace: str, tmp_path, capi_core):
+    """This project's controller running the template controller only, in the test's namespace. Cluster API's
+    CRDs are installed (`capi_core`), as wherever Cluster API runs: the controller watches its templates' Clusters
+    to honour their pausing."""
     cluster.apply_crds()
     cluster.wait_established(f"ovirtmachinetemplates.{infrastructure.GROUP}")
     proc = ControllerProcess(cluster.kubeconfig_for("admin"), tmp_path / "controller.log", namespace=namespace,

@@ -118,6 +118,10 @@ def _watched(text: str) -> list[dict[str, Any]]:
     return events
 
 
+def _owners(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
+    return {(o["kind"], o["name"], o["uid"]) for o in obj["metadata"].get("ownerReferences") or []}
+
+
 def _comments(capi: CapiEnv, vm_ids: Iterable[str]) -> dict[str, str]:
     conn = capi.sim.connection()
     try:
@@ -156,10 +160,11 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
             capture_output=True, text=True, timeout=180)
         assert out.returncode == 0, f"clusterctl move: {out.stdout}{out.stderr}"
 
-        # Gone from A: move deletes what it created on B.
-        for kind in ("clusters.cluster.x-k8s.io", "machines.cluster.x-k8s.io", f"ovirtmachines.{GROUP}",
-                     f"ovirtclusters.{GROUP}"):
+        # Gone from A: move deletes there what it created on B.
+        for kind in ("clusters.cluster.x-k8s.io", "machinedeployments.cluster.x-k8s.io", "machines.cluster.x-k8s.io",
+                     f"ovirtclusters.{GROUP}", f"ovirtmachines.{GROUP}", f"ovirtmachinetemplates.{GROUP}"):
             assert capi.get(kind) == [], kind
+        assert capi.get("secret", f"{wc.name}-ovirt") is None
         # On B: the identity Secret (by its move label), the kubeconfig Secret, and the Cluster resumed.
         for secret in (f"{wc.name}-ovirt", wc.bootstrap):
             assert MOVE_LABEL in (env_b.get("secret", secret) or {}).get("metadata", {}).get("labels", {}), secret
@@ -171,11 +176,12 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
         # It arrived paused (created so) and was resumed by move only once every object was there.
         assert clusters[0]["type"] == "ADDED" and _paused(clusters[0]["object"]), clusters[0]
         resumed = next(e for e in clusters if not _paused(e["object"]))
+        resumed_at = int(resumed["object"]["metadata"]["resourceVersion"])
         # Pause honoured: the OvirtMachines arrived without status (move does not carry it), and before the Cluster
         # was resumed this project's controller on B wrote only the contract's Paused condition, never looked for
         # the VM. One API server's resourceVersions are its etcd revisions, so they order writes of different kinds.
-        assert len({e["object"]["metadata"]["name"] for e in infra if e["type"] == "ADDED"}) == 2, infra
-        resumed_at = int(resumed["object"]["metadata"]["resourceVersion"])
+        added = [int(e["object"]["metadata"]["resourceVersion"]) for e in infra if e["type"] == "ADDED"]
+        assert len(added) == 2 and max(added) < resumed_at, (added, resumed_at)
         early = [e["object"].get("status") or {} for e in infra
                  if int(e["object"]["metadata"]["resourceVersion"]) < resumed_at]
         assert all(set(st) <= {"conditions"} and all(c["type"] == "Paused" and c["status"] == "True"
@@ -186,8 +192,16 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
 
         moved.wait_running(2)
         assert {m["metadata"]["name"]: m["spec"]["providerID"] for m in moved.machines()} == provider_ids
-        for name, om in moved.ovirt_machines().items():
+        infra_b = moved.ovirt_machines()
+        for name, om in infra_b.items():
             assert (om.get("status") or {}).get("initialization", {}).get("provisioned") is True, (name, om)
+        # The owner references that linked the provider's objects to the Cluster's, rewritten to their new uids.
+        for m in moved.machines():
+            om = infra_b[m["spec"]["infrastructureRef"]["name"]]
+            assert _owners(om) >= {("Machine", m["metadata"]["name"], m["metadata"]["uid"])}, om["metadata"]
+        cluster_b = env_b.get("clusters.cluster.x-k8s.io", wc.name)
+        ovirt_cluster_b = env_b.get(f"ovirtclusters.{GROUP}", wc.name)
+        assert _owners(ovirt_cluster_b) >= {("Cluster", wc.name, cluster_b["metadata"]["uid"])}, ovirt_cluster_b
         # Every VM untouched: the same ids, up, never stopped or started, and none created.
         assert {vm["name"]: vm["id"] for vm in moved.vms()} == vm_ids
         assert all(vm["status"] == "up" for vm in moved.vms())

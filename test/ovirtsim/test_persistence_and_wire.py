@@ -172,15 +172,12 @@ def test_huge_ignition_payload_goes_through_expect_100_continue(sim, conn):
     assert "100-continue for POST /ovirt-engine/api/vms" in sim.log_file.read_text()
 
 
-def test_starts_quickly(tmp_path):
-    """Sanity bound only: the start time itself is measured by hack/bench/sim_throughput.py (docs/benchmarks.md)."""
-    import time
-
-    t0 = time.monotonic()
+def test_starts_and_reports_its_start_time(tmp_path):
+    """The start time a benchmark reads (hack/bench/sim_throughput.py, docs/benchmarks.md): reported, and healthy
+    once started. How long it takes is the benchmark's to say, never a timed test's."""
     with running_simulator(tmp_path) as sim:
-        elapsed = time.monotonic() - t0
         assert sim.control.health()["ok"]
-    assert elapsed < 5.0 and sim.startup_seconds < 2.0
+        assert sim.startup_seconds > 0
 
 
 def test_logout_revokes_the_token(sim):

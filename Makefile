@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# Three pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
-PYTEST_WORKERS ?= 3
+# Five pytest workers, each with its own control plane and simulator (pyproject.toml says why); 0 runs serially.
+PYTEST_WORKERS ?= 5
 
 .PHONY: demo test venv system-deps kube-binaries mao-binaries capi-binaries csi-tools promtool java-client images bench-deps
 .PHONY: crds lint unit clean clusterctl-repo

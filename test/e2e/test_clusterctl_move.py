@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -109,13 +110,39 @@ def _paused(obj: dict[str, Any] | None) -> bool:
     return bool(obj and obj["spec"].get("paused"))
 
 
-def _watched(text: str) -> list[dict[str, Any]]:
-    decoder, events, at = json.JSONDecoder(), [], 0
-    while text[at:].strip():
-        at += len(text[at:]) - len(text[at:].lstrip())
-        event, at = decoder.raw_decode(text, at)
-        events.append(event)
-    return events
+class _Watch:
+    """`kubectl get --watch --output-watch-events -o json` of one kind on B, read as it prints, so the test can wait
+    until the watch has shown what it needs before stopping it (a stopped watch may cut its last event short)."""
+
+    def __init__(self, cluster: Cluster, namespace: str, kind: str) -> None:
+        self._proc = subprocess.Popen([str(cluster.kubectl_path), f"--kubeconfig={cluster.kubeconfig}", "-n", namespace,
+                                       "get", kind, "--watch", "--output-watch-events", "-o", "json"],
+                                      stdout=subprocess.PIPE, text=True)
+        self._chunks: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        for line in self._proc.stdout:
+            self._chunks.append(line)
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every complete event printed so far (a document still being printed is not one yet)."""
+        text, decoder, events, at = "".join(self._chunks), json.JSONDecoder(), [], 0
+        while text[at:].strip():
+            at += len(text[at:]) - len(text[at:].lstrip())
+            try:
+                event, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError:
+                break
+            events.append(event)
+        return events
+
+    def stop(self) -> None:
+        self._proc.kill()
+        self._proc.wait()
+        self._reader.join(timeout=5)
 
 
 def _owners(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
@@ -148,9 +175,7 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
     env_b = TargetEnv(capi, b, core_b, ours_b)
     moved = MovedCluster(env_b, wc.name, capi.cluster)
     # Every version of the Cluster and of the OvirtMachines that B's API server stores, from their creation on.
-    watches = [subprocess.Popen([str(b.kubectl_path), f"--kubeconfig={b.kubeconfig}", "-n", ns, "get", kind,
-                                 "--watch", "--output-watch-events", "-o", "json"], stdout=subprocess.PIPE, text=True)
-               for kind in ("clusters.cluster.x-k8s.io", f"ovirtmachines.{GROUP}")]
+    watches = [_Watch(b, ns, kind) for kind in ("clusters.cluster.x-k8s.io", f"ovirtmachines.{GROUP}")]
     try:
         out = subprocess.run(
             [str(ensure_capi().path("clusterctl")), "move", "--kubeconfig", str(capi.cluster.kubeconfig),
@@ -170,9 +195,12 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
             assert MOVE_LABEL in (env_b.get("secret", secret) or {}).get("metadata", {}).get("labels", {}), secret
         assert env_b.get("secret", f"{wc.name}-kubeconfig") is not None
         wait_for("the Cluster unpaused on B", lambda: not _paused(env_b.get("clusters.cluster.x-k8s.io", wc.name)), 30)
-        for watch in watches:
-            watch.terminate()
-        clusters, infra = (_watched(watch.communicate()[0]) for watch in watches)
+        # B's watches have printed the resume, and both OvirtMachines' creation before it.
+        wait_for("B's watch showing the Cluster resumed",
+                 lambda: any(not _paused(e["object"]) for e in watches[0].events()), 30)
+        wait_for("B's watch showing both OvirtMachines created",
+                 lambda: sum(e["type"] == "ADDED" for e in watches[1].events()) >= 2, 30)
+        clusters, infra = (watch.events() for watch in watches)
         # It arrived paused (created so) and was resumed by move only once every object was there.
         assert clusters[0]["type"] == "ADDED" and _paused(clusters[0]["object"]), clusters[0]
         resumed = next(e for e in clusters if not _paused(e["object"]))
@@ -218,6 +246,6 @@ def test_move_keeps_every_vm_and_resumes_on_the_target(capi, plane_b, tmp_path):
         assert len(capi.sim.control.vms()) == vm_count
     finally:
         for watch in watches:
-            watch.kill()
+            watch.stop()
         # What moved to B stays there until B stops with the module: its controllers stopped, nothing acts on it.
         ours_b.stop()

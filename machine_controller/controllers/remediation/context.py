@@ -5,6 +5,7 @@ version never overwrites a newer one; a lost race ends the pass with writes.Conf
 from __future__ import annotations
 
 import datetime as dt
+from collections import deque
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Sequence
 
@@ -20,9 +21,12 @@ from machine_controller.runtime import writes
 from machine_controller.runtime.bounds import check_number
 from machine_controller.runtime.events import EventRecorder
 from machine_controller.runtime.informer import Store
-from machine_controller.runtime.kube import Rest
+from machine_controller.runtime.kube import Rest, object_key
 
 from .targets import ClusterApiMachines, MachineApiMachines, Targets
+
+# How many replaced versions of one request are remembered: a pass writes a few at most.
+_SUPERSEDED_KEPT = 8
 
 CONDITIONS = RemediationConditionType
 
@@ -105,6 +109,11 @@ class RemediationContext:
         self._clock = clock
         self._metrics = RemediationMetrics(registry, namespace)
         self._refused: dict[str, tuple[int, dt.datetime]] = {}  # request key -> (refusals in a row, next try)
+        # The resourceVersions of each request that this controller's own writes replaced. The informer may still
+        # hand one back (its watch event of the write not yet in), and a pass over it would act again on what was
+        # already decided, e.g. taint a Node again after the request ended
+        # (docs/fencing.md#the-safety-rules-the-code-keeps).
+        self._superseded: dict[str, deque[str]] = {}
 
     def _node_is_ready(self, node_name: str, since: dt.datetime | None = None) -> bool:
         node = self._nodes.get(node_name) if node_name else None
@@ -141,16 +150,32 @@ class RemediationContext:
             merged = set_condition(merged, c, at=stamp)
         status: dict[str, Any] = {_JSON[name]: (None if value == "" else value) for name, value in fields.items()}
         status["conditions"] = [c.to_dict() for c in merged]
+        replaced = obj["metadata"].get("resourceVersion")
         updated = writes.write(self._rest, REMEDIATIONS, obj, status=status, guarded=True)
         if updated is None:
             return
+        self._superseded_by_own_write(object_key(obj), replaced)
         obj.clear()
         obj.update(updated)
         rem.status = OvirtRemediation.from_dict(updated).status
         rem.metadata.resource_version = updated["metadata"]["resourceVersion"]
 
     def _patch_meta(self, obj: dict, metadata: dict[str, Any]) -> None:
-        writes.write(self._rest, REMEDIATIONS, obj, metadata=metadata, guarded=True)
+        replaced = obj["metadata"].get("resourceVersion")
+        if writes.write(self._rest, REMEDIATIONS, obj, metadata=metadata, guarded=True) is not None:
+            self._superseded_by_own_write(object_key(obj), replaced)
+
+    def _superseded_by_own_write(self, key: str, resource_version: str | None) -> None:
+        if resource_version:
+            self._superseded.setdefault(key, deque(maxlen=_SUPERSEDED_KEPT)).append(resource_version)
+
+    def _stale(self, obj: dict) -> bool:
+        """`obj` is a version of the request that this controller's own write already replaced: the newer one's
+        event is on its way and queues the request again."""
+        return obj["metadata"].get("resourceVersion") in self._superseded.get(object_key(obj), ())
+
+    def _forget(self, key: str) -> None:
+        self._superseded.pop(key, None)
 
     def _stamp(self) -> str:
         return format_time(self._clock())

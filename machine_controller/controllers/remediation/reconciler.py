@@ -61,6 +61,9 @@ class RemediationReconciler(PoweringOff, ReleasingStorage, PoweringOn):
     def reconcile(self, key: str) -> Result | None:
         cached = self._remediations.get(key)
         if cached is None:
+            self._forget(key)
+            return None
+        if self._stale(cached):
             return None
         return self._reconcile(copy.deepcopy(cached))  # the informer's object is never written in place
 

@@ -414,3 +414,18 @@ def test_a_power_action_whose_intent_could_not_be_recorded_is_not_sent(status, p
     assert result is not None and 0 < result.requeue_after <= 1, result
     assert "powerOffRequested" not in api.object(REMEDIATIONS, NAME, NS)["status"]
     assert "powerOnRequested" not in api.object(REMEDIATIONS, NAME, NS)["status"]
+
+
+def test_a_pass_over_a_version_its_own_write_replaced_does_nothing():
+    """The informer may hand back the version of the request the controller's own write just replaced (the watch
+    event of that write not yet in). Acting on it again would redo what was decided: here taint the Node of a
+    request that already ended Skipped, and say NodeHealthy twice (docs/fencing.md#the-safety-rules-the-code-keeps)."""
+    reconciler, api, events, power = world(Row("", cycle("PoweringOff"), at=1, ready_since=-60))
+    api.freeze_cache(REMEDIATIONS)
+    reconciler.reconcile(KEY)
+    assert api.object(REMEDIATIONS, NAME, NS)["status"]["phase"] == "Skipped"
+    writes, said = list(api.writes()), list(events.recorded)
+
+    assert reconciler.reconcile(KEY) is None  # the cache still has the PoweringOff version
+    assert api.writes() == writes and events.recorded == said and power.sent == []
+    assert not {t_["key"] for t_ in api.object(NODES, NODE)["spec"].get("taints") or []}
